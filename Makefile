@@ -1,0 +1,106 @@
+# pysight build.  `make demo` and `make test` are the README's two commands.
+OUTPUT := .output
+ARCH := $(shell uname -m)
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= cc
+PYTHON ?= python3
+CACHE ?= /var/cache/pysight
+
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH)))
+CFLAGS ?= -O2 -g
+VERSION := 0.1.0
+WARN := -Wall -Wextra -Werror
+DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
+INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
+LIBS := -lbpf -lelf -lz -lcap
+
+# Debian packages the build and the tests need.
+DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
+	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev
+
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+# everything but main and BPF glue: what the unit tests link against
+LIB_OBJS := $(filter-out $(OUTPUT)/main.o $(OUTPUT)/cmd_%.o $(OUTPUT)/sampler.o,$(USER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.PHONY: all deps demo test unit integration clean pythons
+
+all: $(OUTPUT)/pysight
+
+deps:
+	$(Q)missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "  APT      $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(OUTPUT) $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/pysight.bpf.o: bpf/pysight.bpf.c bpf/pysight.h vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) \
+		-Wno-unused-parameter -Wno-unused-function -Ivmlinux/$(ARCH) -Ibpf -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)/pysight.skel.h: $(OUTPUT)/pysight.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/sampler.o: $(OUTPUT)/pysight.skel.h
+
+$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
+
+$(OUTPUT)/pysight: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_OBJS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -fsanitize=address,undefined $(INCLUDES) \
+		$< $(patsubst $(OUTPUT)/%.o,user/%.c,$(LIB_OBJS)) $(LIBS) -o $@
+
+unit: $(UNIT_BINS)
+	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done
+
+pythons:
+	$(Q)tools/pythons $(CACHE)/chroots
+
+$(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
+	$(call msg,VENV,$@)
+	$(Q)$(PYTHON) -m venv $(OUTPUT)/venv
+	$(Q)$(OUTPUT)/venv/bin/pip install -q -r tests/requirements.txt
+	$(Q)touch $@
+
+integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done
+	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q tests/integration
+
+# The README's test command: install, build, and pass every test.
+test: deps
+	$(Q)$(MAKE) --no-print-directory all unit pythons
+	$(Q)$(MAKE) --no-print-directory integration
+
+# The README's first command: profile the bundled demo host-wide.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/demo
+
+clean:
+	$(call msg,CLEAN,)
+	$(Q)rm -rf $(OUTPUT)

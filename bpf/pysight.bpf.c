@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight's kernel side: on a perf event (and later at sched_switch) find
+ * the current thread's PyThreadState, walk its Python frames into a stack
+ * of (code object, instruction offset, identity checksum), dedup the stack
+ * by hash and tell user space through a ring buffer.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "pysight.h"
+
+const volatile bool filter_pids = false;	/* sample only pids in targets */
+const volatile __u32 self_pid = 0;
+
+/* tgid -> interpreter facts; PENDING/IGNORED entries stop repeat work. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} procs SEC(".maps");
+
+/* Interpreter binaries already inspected whose facts are position
+ * independent (non-PIE, static libpython): a new process of one is
+ * sampled from its first tick (the idea is Meta pystacks'). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct py_binary_key);
+	__type(value, struct py_proc);
+} binaries SEC(".maps");
+
+/* -p and "-- command": the processes to sample, children added on fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* tid -> PyThreadState *, validated on every use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} tstates SEC(".maps");
+
+/* Stack hashes user space has been sent the frames of. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} stacks_seen SEC(".maps");
+
+struct sample_buf {
+	struct sample_event ev;
+	struct py_frame frames[PYSIGHT_MAX_FRAMES];
+	__u8 fwin[PYSIGHT_FRAME_WINDOW];
+	__u8 cwin[PYSIGHT_CODE_WINDOW];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_buf);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+#define mix64 pysight_mix64
+
+static __always_inline int read_u64(__u64 addr, __u64 *out)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+/* The task's tid as its own pid namespace sees it: native_thread_id holds
+ * that, not the host tid, for a process in a container. */
+static __always_inline __u32 ns_tid(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid up = {};
+
+	bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+	return up.nr;
+}
+
+static __always_inline __u64 thread_key(struct task_struct *task,
+					const struct py_offsets *off)
+{
+	if (off->match == PY_MATCH_PTHREAD) {
+		/* glibc and musl: pthread_t is the thread pointer, the fs base */
+		return BPF_CORE_READ(task, thread.fsbase);
+	}
+	return ns_tid(task);
+}
+
+struct walk_ctx {
+	__u64 tstate;
+	__u64 want;
+	__u16 id_off;
+	__u16 next_off;
+	__u8 found;
+};
+
+static long walk_thread(__u32 i, void *data)
+{
+	struct walk_ctx *w = data;
+	__u64 id = 0;
+
+	if (!w->tstate)
+		return 1;
+	if (read_u64(w->tstate + w->id_off, &id))
+		return 1;
+	if (id == w->want) {
+		w->found = 1;
+		return 1;
+	}
+	if (read_u64(w->tstate + w->next_off, &w->tstate))
+		w->tstate = 0;
+	return 0;
+}
+
+static __always_inline int find_tstate(const struct py_proc *proc,
+				       struct task_struct *task, __u32 tid,
+				       __u64 *out)
+{
+	const struct py_offsets *off = &proc->off;
+	struct walk_ctx w = {};
+	__u64 *cached, id = 0, interp = 0;
+	int i;
+
+	w.want = thread_key(task, off);
+	w.id_off = off->match == PY_MATCH_PTHREAD ? off->tstate_thread_id :
+						    off->tstate_native_thread_id;
+	w.next_off = off->tstate_next;
+
+	cached = bpf_map_lookup_elem(&tstates, &tid);
+	if (cached && !read_u64(*cached + w.id_off, &id) && id == w.want) {
+		*out = *cached;
+		count(CNT_TSTATE_CACHE_HIT);
+		return 0;
+	}
+	count(CNT_TSTATE_WALK);
+
+	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
+		     &interp))
+		return -ST_ERR_READ_RUNTIME;
+	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
+		if (read_u64(interp + off->interp_threads_head, &w.tstate))
+			return -ST_ERR_READ_RUNTIME;
+		bpf_loop(PYSIGHT_MAX_THREADS, walk_thread, &w, 0);
+		if (w.found) {
+			bpf_map_update_elem(&tstates, &tid, &w.tstate, BPF_ANY);
+			*out = w.tstate;
+			return 0;
+		}
+		if (read_u64(interp + off->interp_next, &interp))
+			break;
+	}
+	return -ST_NO_TSTATE;
+}
+
+/* Scalars the frame loop needs, copied out of the map value once. */
+struct frame_ctx {
+	__u64 frame;
+	__u64 hash;
+	__u64 code_type;
+	__u64 tag_mask;
+	__u32 n;
+	__u32 status;
+	__u16 f_prev, f_code, f_instr, f_owner;
+	__u16 c_first, c_file, c_name, c_qual, c_adaptive, u_hash;
+	__u8 instr_kind, owner_cstack, skip_foreign;
+};
+
+#define WIN_U64(win, size, off) \
+	((off) <= (size) - 8 ? *(__u64 *)((win) + (off)) : 0)
+#define WIN_U32(win, size, off) \
+	((off) <= (size) - 4 ? *(__u32 *)((win) + (off)) : 0)
+
+/* Validate the code object and compute its identity checksum. */
+static __always_inline int code_check(struct frame_ctx *c,
+				      struct sample_buf *b, __u64 code,
+				      __u32 *check)
+{
+	__u64 type, name, file, qual, nhash = 0;
+	__u32 first;
+
+	if (bpf_probe_read_user(b->cwin, sizeof(b->cwin), (void *)code))
+		return -ST_ERR_READ_CODE;
+	type = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, 8);
+	if (type != c->code_type)
+		return -ST_ERR_BAD_CODE;
+	first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
+	name = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_name);
+	file = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_file);
+	qual = c->c_qual != PY_OFF_NONE ?
+		       WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_qual) : 0;
+	if (name)
+		read_u64(name + c->u_hash, &nhash);
+	*check = pysight_code_check(name, file, first, qual, nhash);
+	return 0;
+}
+
+static long walk_frame(__u32 i, void *data)
+{
+	struct frame_ctx *c = data;
+	struct sample_buf *b;
+	struct py_frame *f;
+	__u32 zero = 0, check = 0;
+	__u64 code, instr;
+	__s32 lasti;
+	int err;
+
+	if (!c->frame)
+		return 1;
+	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b)
+		return 1;
+	if (bpf_probe_read_user(b->fwin, sizeof(b->fwin), (void *)c->frame)) {
+		c->status = ST_ERR_READ_FRAME;
+		return 1;
+	}
+	code = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
+	instr = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_instr);
+	c->frame = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_prev);
+
+	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
+	if (c->owner_cstack && c->f_owner < PYSIGHT_FRAME_WINDOW &&
+	    b->fwin[c->f_owner] >= c->owner_cstack)
+		return 0;
+
+	err = code_check(c, b, code, &check);
+	if (err == -ST_ERR_BAD_CODE && c->skip_foreign)
+		return 0;	/* 3.13+: f_executable may be None */
+	if (err) {
+		c->status = -err;
+		return 1;
+	}
+
+	if (c->instr_kind == PY_INSTR_POINTER)
+		lasti = (__s32)(instr - code - c->c_adaptive);
+	else if (c->instr_kind == PY_INSTR_LASTI_UNITS)
+		lasti = (__s32)instr * 2;
+	else
+		lasti = (__s32)instr;
+
+	if (c->n >= PYSIGHT_MAX_FRAMES) {
+		c->status = ST_TRUNCATED;
+		return 1;
+	}
+	f = &b->frames[c->n & (PYSIGHT_MAX_FRAMES - 1)];
+	f->code = code;
+	f->lasti = lasti;
+	f->check = check;
+	c->hash = mix64(c->hash ^ code);
+	c->hash = mix64(c->hash ^ ((__u64)(__u32)lasti << 32 | check));
+	c->n++;
+	return 0;
+}
+
+static __always_inline int first_frame(const struct py_proc *proc,
+				       __u64 tstate, __u64 *frame)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 p = 0;
+
+	if (read_u64(tstate + off->tstate_frame, &p))
+		return -ST_ERR_READ_FRAME;
+	if (off->frame_model == PY_FRAMES_CFRAME && p &&
+	    read_u64(p + off->cframe_current_frame, &p))
+		return -ST_ERR_READ_FRAME;
+	*frame = p;
+	return 0;
+}
+
+/*
+ * Walk the current thread's Python stack into the per-CPU scratch buffer.
+ * Callable from any program type that runs in the thread's context.
+ */
+static __always_inline struct sample_buf *
+collect_stack(const struct py_proc *proc, struct task_struct *task,
+	      __u32 tgid, __u32 tid)
+{
+	const struct py_offsets *off = &proc->off;
+	struct frame_ctx c = {};
+	struct sample_buf *b;
+	__u64 tstate = 0, frame = 0;
+	__u32 zero = 0;
+	int err;
+
+	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b)
+		return NULL;
+	b->ev.nframes = 0;
+	b->ev.stack_hash = 0;
+
+	err = find_tstate(proc, task, tid, &tstate);
+	if (!err)
+		err = first_frame(proc, tstate, &frame);
+	if (err) {
+		b->ev.status = -err;
+		return b;
+	}
+
+	c.frame = frame;
+	c.hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
+	c.code_type = proc->code_type_addr;
+	c.tag_mask = off->code_tag_mask;
+	c.f_prev = off->frame_previous;
+	c.f_code = off->frame_code;
+	c.f_instr = off->frame_instr;
+	c.f_owner = off->frame_owner;
+	c.c_first = off->code_firstlineno;
+	c.c_file = off->code_filename;
+	c.c_name = off->code_name;
+	c.c_qual = off->code_qualname;
+	c.c_adaptive = off->code_code_adaptive;
+	c.u_hash = off->unicode_hash;
+	c.instr_kind = off->instr_kind;
+	c.owner_cstack = off->owner_cstack;
+	c.skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
+	c.status = ST_COMPLETE;
+
+	/* one more than the limit, so a stack of exactly the limit is whole */
+	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &c, 0);
+
+	b->ev.status = c.status;
+	if (c.status == ST_COMPLETE && c.n == 0)
+		b->ev.status = ST_IDLE;
+	b->ev.nframes = c.n;
+	b->ev.stack_hash = c.n ? c.hash ^ c.status : 0;
+	return b;
+}
+
+static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
+					__u32 tid)
+{
+	__u64 size = sizeof(b->ev);
+	__u64 hash = b->ev.stack_hash;
+	__u8 one = 1;
+	__u32 n = b->ev.nframes;
+
+	b->ev.hdr.kind = EV_SAMPLE;
+	b->ev.hdr.pid = tgid;
+	b->ev.hdr.tid = tid;
+	b->ev.hdr.cpu = bpf_get_smp_processor_id();
+	b->ev.hdr.ts = bpf_ktime_get_ns();
+	b->ev.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(b->ev.comm, sizeof(b->ev.comm));
+
+	b->ev.has_frames = 0;
+	if (n && !bpf_map_lookup_elem(&stacks_seen, &hash)) {
+		b->ev.has_frames = 1;
+		if (n > PYSIGHT_MAX_FRAMES)
+			n = PYSIGHT_MAX_FRAMES;
+		size += (__u64)n * sizeof(struct py_frame);
+	}
+	if (bpf_ringbuf_output(&events, b, size, 0)) {
+		count(CNT_RB_DROPS);
+		return;
+	}
+	if (b->ev.has_frames)
+		bpf_map_update_elem(&stacks_seen, &hash, &one, BPF_ANY);
+}
+
+static __always_inline void emit_proc_event(__u32 kind, __u32 tgid, __u32 tid)
+{
+	struct pid_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RB_DROPS);
+		return;
+	}
+	e->hdr.kind = kind;
+	e->hdr.pid = tgid;
+	e->hdr.tid = tid;
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline int exe_key(struct task_struct *task,
+				   struct py_binary_key *key)
+{
+	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
+
+	if (!exe)
+		return -1;
+	key->ino = BPF_CORE_READ(exe, f_inode, i_ino);
+	key->dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
+	return 0;
+}
+
+/* Configure a process BPF has not seen: from the binary map when its
+ * interpreter is known, else ask user space once. */
+static __always_inline struct py_proc *discover(struct task_struct *task,
+						__u32 tgid, __u32 tid)
+{
+	struct py_binary_key key = {};
+	struct py_proc *known;
+	struct py_proc pending = {};
+
+	if (!exe_key(task, &key)) {
+		known = bpf_map_lookup_elem(&binaries, &key);
+		if (known) {
+			bpf_map_update_elem(&procs, &tgid, known, BPF_NOEXIST);
+			count(CNT_BINARY_HIT);
+			return bpf_map_lookup_elem(&procs, &tgid);
+		}
+	}
+	pending.state = PY_PROC_PENDING;
+	if (bpf_map_update_elem(&procs, &tgid, &pending, BPF_NOEXIST))
+		return NULL;	/* someone else got there first */
+	count(CNT_NEW_PID);
+	emit_proc_event(EV_NEW_PID, tgid, tid);
+	return NULL;
+}
+
+static __always_inline bool wanted(__u32 tgid)
+{
+	if (!tgid || tgid == self_pid)
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&targets, &tgid))
+		return false;
+	return true;
+}
+
+SEC("perf_event")
+int pysight_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct py_proc *proc;
+	struct sample_buf *b;
+
+	if (!wanted(tgid))
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task_btf();
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!proc)
+		proc = discover(task, tgid, tid);
+	if (!proc || proc->state != PY_PROC_PYTHON)
+		return 0;
+
+	count(CNT_SAMPLES);
+	b = collect_stack(proc, task, tgid, tid);
+	if (!b)
+		return 0;
+	count(CNT_STATUS_BASE + (b->ev.status & 7));
+	if (b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
+		return 0;
+	emit_sample(b, tgid, tid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(pysight_exec, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct py_binary_key key = {};
+	struct py_proc *known;
+
+	/* a new image: whatever we knew about this pid is stale */
+	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&tstates, &tgid);
+	if (!wanted(tgid))
+		return 0;
+	if (!exe_key(p, &key)) {
+		known = bpf_map_lookup_elem(&binaries, &key);
+		if (known) {
+			bpf_map_update_elem(&procs, &tgid, known, BPF_ANY);
+			count(CNT_BINARY_HIT);
+		}
+	}
+	emit_proc_event(EV_EXEC, tgid, tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(pysight_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	struct py_proc *proc;
+	__u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0;	/* a new thread, not a new process */
+	if (filter_pids && bpf_map_lookup_elem(&targets, &ptgid))
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	/* a forked child shares its parent's image and addresses */
+	proc = bpf_map_lookup_elem(&procs, &ptgid);
+	if (proc && proc->state == PY_PROC_PYTHON)
+		bpf_map_update_elem(&procs, &ctgid, proc, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pysight_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct py_proc *proc;
+	bool known;
+
+	bpf_map_delete_elem(&tstates, &tid);
+	if (tid != tgid)
+		return 0;
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	known = proc && proc->state == PY_PROC_PYTHON;
+	bpf_map_delete_elem(&procs, &tgid);
+	if (known || (filter_pids && bpf_map_lookup_elem(&targets, &tgid)))
+		emit_proc_event(EV_EXIT, tgid, tid);
+	bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF programs and user space: limits, the
+ * per-process interpreter facts user space loads into maps, and the layout
+ * of every record that crosses the ring buffer.  Only fixed-size types.
+ */
+#ifndef __PYSIGHT_H
+#define __PYSIGHT_H
+
+#define PYSIGHT_MAX_FRAMES	512	/* frames kept per stack */
+#define PYSIGHT_MAX_THREADS	256	/* threads walked per interpreter */
+#define PYSIGHT_MAX_INTERPS	4	/* sub-interpreters walked */
+#define PYSIGHT_CODE_WINDOW	192	/* bytes read from a code object */
+#define PYSIGHT_FRAME_WINDOW	128	/* bytes read from a frame */
+#define PYSIGHT_COMM_LEN	16
+
+/* How a PyThreadState is matched to the sampled kernel task. */
+enum py_match {
+	PY_MATCH_NATIVE_TID = 0,	/* tstate->native_thread_id == ns tid (3.11+) */
+	PY_MATCH_PTHREAD = 1,		/* tstate->thread_id == fs base (<= 3.10) */
+};
+
+/* Where the current frame hangs and what a frame looks like. */
+enum py_frame_model {
+	PY_FRAMES_OBJECT = 0,	/* tstate->frame, PyFrameObject, f_back (<= 3.10) */
+	PY_FRAMES_CFRAME = 1,	/* tstate->cframe->current_frame (3.11, 3.12) */
+	PY_FRAMES_DIRECT = 2,	/* tstate->current_frame (3.13+) */
+};
+
+/* What the frame's instruction field holds. */
+enum py_instr_kind {
+	PY_INSTR_LASTI_BYTES = 0,	/* int f_lasti, in bytes (3.8, 3.9) */
+	PY_INSTR_LASTI_UNITS = 1,	/* int f_lasti, in code units (3.10) */
+	PY_INSTR_POINTER = 2,		/* pointer into co_code_adaptive (3.11+) */
+};
+
+/*
+ * Interpreter facts for one CPython minor version.  Offsets are byte
+ * offsets inside the named struct; 0xffff means "absent in this version".
+ * For 3.8-3.12 they come from generated tables (tools/gen-offsets), for
+ * 3.13+ from the interpreter's own _Py_DebugOffsets.
+ */
+#define PY_OFF_NONE 0xffff
+
+struct py_offsets {
+	__u32 version_hex;		/* PY_VERSION_HEX of the interpreter */
+	__u8 match;			/* enum py_match */
+	__u8 frame_model;		/* enum py_frame_model */
+	__u8 instr_kind;		/* enum py_instr_kind */
+	__u8 owner_cstack;		/* owners >= this are shim frames, 0 = none */
+	__u64 code_tag_mask;		/* mask applied to the frame's code field */
+
+	/* _PyRuntimeState */
+	__u16 runtime_interpreters_head;
+	/* PyInterpreterState */
+	__u16 interp_next;
+	__u16 interp_threads_head;
+	/* PyThreadState */
+	__u16 tstate_next;
+	__u16 tstate_thread_id;		/* pthread_t */
+	__u16 tstate_native_thread_id;
+	__u16 tstate_frame;		/* frame, cframe or current_frame */
+	/* _PyCFrame (3.11, 3.12) */
+	__u16 cframe_current_frame;
+	/* PyFrameObject or _PyInterpreterFrame */
+	__u16 frame_previous;
+	__u16 frame_code;
+	__u16 frame_instr;
+	__u16 frame_owner;		/* char owner, 3.11+ */
+	/* PyCodeObject */
+	__u16 code_filename;
+	__u16 code_name;
+	__u16 code_qualname;		/* 3.11+ */
+	__u16 code_firstlineno;
+	__u16 code_linetable;		/* co_lnotab (<= 3.9) or co_linetable */
+	__u16 code_code_adaptive;	/* 3.11+ */
+	/* PyUnicodeObject / PyBytesObject */
+	__u16 unicode_hash;		/* Py_hash_t hash in PyASCIIObject */
+	__u16 unicode_state;		/* the state bit-field word */
+	__u16 unicode_ascii_data;	/* first byte of a compact ASCII string */
+	__u16 unicode_compact_data;	/* first byte of a compact non-ASCII string */
+	__u16 bytes_size;		/* ob_size in PyVarObject */
+	__u16 bytes_data;		/* ob_sval */
+	__u16 pad[2];
+};
+
+enum py_proc_state {
+	PY_PROC_PENDING = 0,	/* seen by BPF, user space not done yet */
+	PY_PROC_PYTHON = 1,	/* sample it */
+	PY_PROC_IGNORED = 2,	/* not Python, or unsupported */
+};
+
+/* Value of the per-pid and per-binary maps. */
+struct py_proc {
+	__u64 runtime_addr;	/* &_PyRuntime in the target */
+	__u64 code_type_addr;	/* &PyCode_Type in the target */
+	__u32 state;		/* enum py_proc_state */
+	__u32 pad;
+	struct py_offsets off;
+};
+
+/* Key of the per-binary map: the interpreter executable's inode. */
+struct py_binary_key {
+	__u64 dev;		/* kernel dev_t: major << 20 | minor */
+	__u64 ino;
+};
+
+struct py_frame {
+	__u64 code;		/* PyCodeObject * in the target */
+	__s32 lasti;		/* byte offset of the instruction, -1 unknown */
+	__u32 check;		/* checksum of the code object's identity */
+};
+
+enum sample_status {
+	ST_COMPLETE = 0,
+	ST_TRUNCATED,		/* deeper than PYSIGHT_MAX_FRAMES */
+	ST_NO_TSTATE,		/* thread has no PyThreadState (not Python) */
+	ST_IDLE,		/* thread state without frames */
+	ST_ERR_READ_RUNTIME,	/* reading _PyRuntime / interpreter failed */
+	ST_ERR_READ_FRAME,	/* a frame could not be read */
+	ST_ERR_READ_CODE,	/* a code object could not be read */
+	ST_ERR_BAD_CODE,	/* frame's code field is not a code object */
+	ST__MAX,
+};
+
+enum event_kind {
+	EV_SAMPLE = 1,
+	EV_NEW_PID = 2,		/* a process BPF does not know yet */
+	EV_EXEC = 3,
+	EV_EXIT = 4,
+};
+
+enum counter {
+	CNT_SAMPLES = 0,	/* perf events seen for known Python processes */
+	CNT_RB_DROPS,		/* ring buffer full */
+	CNT_TSTATE_CACHE_HIT,
+	CNT_TSTATE_WALK,
+	CNT_NEW_PID,
+	CNT_BINARY_HIT,		/* new process configured from the binary map */
+	CNT_STATUS_BASE,	/* + enum sample_status */
+	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
+};
+
+struct event_header {
+	__u32 kind;		/* enum event_kind */
+	__u32 pid;		/* tgid, host namespace */
+	__u32 tid;
+	__u32 cpu;
+	__u64 ts;		/* bpf_ktime_get_ns */
+};
+
+struct sample_event {
+	struct event_header hdr;
+	__u64 stack_hash;	/* frames + pid, 0 when nframes == 0 */
+	__u64 cgroup_id;
+	__u32 status;		/* enum sample_status */
+	__u16 nframes;
+	__u8 has_frames;	/* frames[] follow (first time this hash) */
+	__u8 pad;
+	char comm[PYSIGHT_COMM_LEN];	/* thread name */
+	/* when has_frames, nframes struct py_frame follow, leaf first */
+};
+
+struct pid_event {
+	struct event_header hdr;
+	char comm[PYSIGHT_COMM_LEN];
+};
+
+/*
+ * A code object's identity as both sides compute it.  A freed and reused
+ * address must not check alike, so the name string's cached hash is in it,
+ * not only pointers that an allocator may hand out again.
+ */
+static inline __u64 pysight_mix64(__u64 h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static inline __u32 pysight_code_check(__u64 name, __u64 file, __u32 first,
+				       __u64 qual, __u64 name_hash)
+{
+	__u64 h = pysight_mix64(name ^ (file << 1) ^ ((__u64)first << 32));
+
+	h = pysight_mix64(h ^ qual ^ name_hash);
+	return (__u32)(h ^ (h >> 32));
+}
+
+#endif /* __PYSIGHT_H */

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight record: sample Python stacks host-wide, of some pids, or of a
+ * command and its children, then write one profile.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "filename.h"
+#include "linetable.h"
+#include "profile.h"
+#include "registry.h"
+#include "sampler.h"
+#include "symbols.h"
+#include "writer.h"
+
+#define MAX_PIDS	256
+#define DEFAULT_RATE	100
+#define MAX_RATE	10000
+
+struct record_opts {
+	unsigned int rate;
+	double duration;		/* seconds, 0 = until stopped */
+	const char *output;
+	const char *format;
+	pid_t pids[MAX_PIDS];
+	int npids;
+	char **command;
+	bool threads;
+	bool nolineno;
+	bool full_filenames;
+	bool verbose;
+};
+
+struct record {
+	struct record_opts o;
+	struct sampler *sampler;
+	struct registry *reg;
+	struct symcache *syms;
+	struct profile *prof;
+	pid_t child;
+	int child_status;
+	uint64_t unknown_stacks;		/* id-only sample before its frames */
+	uint64_t unknown_frames;		/* frames we could not symbolise */
+	uint64_t user_samples;
+	bool child_exited;
+	char default_output[64];
+};
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+enum {
+	OPT_THREADS = 0x100,
+	OPT_NOLINENO,
+	OPT_FULL_FILENAMES,
+};
+
+static const struct argp_option options[] = {
+	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default pysight-DATE.folded)", 0 },
+	{ "format", 'f', "FORMAT", 0, "Output format: folded (default: from the file extension)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
+	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
+	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME)", 0 },
+	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
+	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
+	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
+	{},
+};
+
+static const char doc[] =
+	"Sample the Python stacks of every Python process on the host (or of "
+	"-p PIDs, or of COMMAND and its children) and write a profile.\v"
+	"Examples:\n"
+	"  sudo pysight record -d 30 -o prof.folded\n"
+	"  sudo pysight record -p 1234 -r 1000\n"
+	"  sudo pysight record -o app.folded -- python3 app.py";
+
+static int bad_value(struct argp_state *state, const char *opt,
+		     const char *arg, const char *want)
+{
+	fprintf(stderr, "pysight: invalid value '%s' for %s: %s\n", arg, opt,
+		want);
+	exit(2);
+	(void)state;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct record_opts *o = state->input;
+	char *end;
+	double d;
+	long l;
+
+	switch (key) {
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		if (!writer__find(arg))
+			bad_value(state, "--format", arg, "expected folded");
+		o->format = arg;
+		break;
+	case 'd':
+		errno = 0;
+		d = strtod(arg, &end);
+		if (errno || *end || !(d > 0) || d > 1e7)
+			bad_value(state, "--duration", arg,
+				  "expected a positive number of seconds");
+		o->duration = d;
+		break;
+	case 'r':
+		errno = 0;
+		l = strtol(arg, &end, 10);
+		if (errno || *end || l < 1 || l > MAX_RATE)
+			bad_value(state, "--rate", arg,
+				  "expected an integer from 1 to 10000");
+		o->rate = (unsigned int)l;
+		break;
+	case 'p':
+		errno = 0;
+		l = strtol(arg, &end, 10);
+		if (errno || *end || l < 1 || l > 0x3fffffff)
+			bad_value(state, "--pid", arg, "expected a process id");
+		if (o->npids == MAX_PIDS)
+			bad_value(state, "--pid", arg, "too many pids");
+		o->pids[o->npids++] = (pid_t)l;
+		break;
+	case OPT_THREADS:
+		o->threads = true;
+		break;
+	case OPT_NOLINENO:
+		o->nolineno = true;
+		break;
+	case OPT_FULL_FILENAMES:
+		o->full_filenames = true;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s' (a command goes after --)",
+			   arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int check_privileges(void)
+{
+	cap_flag_value_t bpf = CAP_CLEAR, perfmon = CAP_CLEAR, admin = CAP_CLEAR;
+	cap_t caps;
+
+	if (geteuid() == 0)
+		return 0;
+	caps = cap_get_proc();
+	if (caps) {
+		cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
+		cap_get_flag(caps, CAP_BPF, CAP_EFFECTIVE, &bpf);
+		cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
+		cap_free(caps);
+	}
+	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
+		return 0;
+	fprintf(stderr, "pysight: needs root, or CAP_BPF and CAP_PERFMON "
+			"(and CAP_SYS_PTRACE to read other users' processes)\n");
+	return -EPERM;
+}
+
+static int check_btf(void)
+{
+	const char *path = getenv("PYSIGHT_KERNEL_BTF");
+
+	if (!path)
+		path = "/sys/kernel/btf/vmlinux";
+	if (!access(path, R_OK))
+		return 0;
+	fprintf(stderr, "pysight: this kernel has no BTF (%s is missing): "
+			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n",
+		path);
+	return -ENOENT;
+}
+
+static const char *status_name(int st)
+{
+	static const char *const names[ST__MAX] = {
+		[ST_COMPLETE] = "complete",
+		[ST_TRUNCATED] = "truncated",
+		[ST_NO_TSTATE] = "not a Python thread",
+		[ST_IDLE] = "no Python frames",
+		[ST_ERR_READ_RUNTIME] = "interpreter state unreadable",
+		[ST_ERR_READ_FRAME] = "frame read fault",
+		[ST_ERR_READ_CODE] = "code object read fault",
+		[ST_ERR_BAD_CODE] = "bad code object",
+	};
+
+	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
+}
+
+static const struct pframe *python_frame(struct record *r,
+					 const struct pyproc *pp,
+					 const struct py_frame *f)
+{
+	const struct pysym *sym;
+	const char *file;
+	int line = 0;
+
+	sym = symcache__lookup(r->syms, pp->pid, &pp->proc, f->code, f->check);
+	if (!sym) {
+		r->unknown_frames++;
+		return profile__frame(r->prof, "[unknown]", NULL, 0,
+				      PFRAME_PSEUDO);
+	}
+	if (!r->o.nolineno) {
+		line = f->lasti < 0 ? sym->firstlineno :
+			linetable__line(pp->minor, sym->linetable,
+					sym->linetable_len, sym->firstlineno,
+					f->lasti);
+		if (line < 0)
+			line = 0;
+	}
+	file = r->o.full_filenames ? sym->filename :
+		filename__shorten(sym->filename, pp->cwd);
+	return profile__frame(r->prof, sym->qualname, file, line,
+			      PFRAME_PYTHON);
+}
+
+/* Symbolise a stack the first time BPF sends its frames. */
+static int add_stack(struct record *r, const struct pyproc *pp,
+		     const struct sample_event *ev,
+		     const struct py_frame *frames)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	int n = 0, i;
+
+	if (ev->status == ST_TRUNCATED)
+		out[n++] = profile__frame(r->prof, "[truncated]", NULL, 0,
+					  PFRAME_PSEUDO);
+	else if (ev->status != ST_COMPLETE)
+		out[n++] = profile__frame(r->prof, "[partial stack]", NULL, 0,
+					  PFRAME_PSEUDO);
+	for (i = ev->nframes - 1; i >= 0; i--)
+		out[n++] = python_frame(r, pp, &frames[i]);
+	for (i = 0; i < n; i++)
+		if (!out[i])
+			return -ENOMEM;
+	return profile__add_stack(r->prof, ev->hdr.pid, ev->stack_hash, out, n);
+}
+
+static int handle_sample(struct record *r, const void *data, size_t size)
+{
+	const struct sample_event *ev = data;
+	const struct pyproc *pp;
+	char comm[PYSIGHT_COMM_LEN + 1];
+
+	if (size < sizeof(*ev) ||
+	    ev->nframes > PYSIGHT_MAX_FRAMES ||
+	    (ev->has_frames &&
+	     size < sizeof(*ev) + ev->nframes * sizeof(struct py_frame)))
+		return 0;
+	if (!ev->nframes)
+		return 0;	/* an error before the first frame: counted */
+	pp = registry__get(r->reg, ev->hdr.pid);
+	if (!pp)
+		return 0;
+	if (ev->has_frames &&
+	    add_stack(r, pp, ev, (const struct py_frame *)(ev + 1)))
+		return -ENOMEM;
+	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
+	comm[PYSIGHT_COMM_LEN] = 0;
+	r->user_samples++;
+	if (profile__add_sample(r->prof, ev->hdr.pid, ev->stack_hash,
+				ev->hdr.tid, comm, 1) == -ENOENT)
+		r->unknown_stacks++;
+	return 0;
+}
+
+static int on_event(void *ctx, const void *data, size_t size)
+{
+	const struct event_header *h = data;
+	struct record *r = ctx;
+
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->kind) {
+	case EV_SAMPLE:
+		return handle_sample(r, data, size);
+	case EV_NEW_PID:
+	case EV_EXEC:
+		symcache__forget(r->syms, h->pid);
+		registry__discover(r->reg, h->pid);
+		break;
+	case EV_EXIT:
+		symcache__forget(r->syms, h->pid);
+		registry__exit(r->reg, h->pid);
+		break;
+	}
+	return 0;
+}
+
+/* Fork the command stopped on a pipe, so it is a target before it runs. */
+static int spawn(struct record *r, int *go_fd)
+{
+	int fds[2];
+	char c;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	r->child = fork();
+	if (r->child < 0)
+		return -errno;
+	if (r->child == 0) {
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(127);
+		execvp(r->o.command[0], r->o.command);
+		fprintf(stderr, "pysight: cannot run %s: %s\n", r->o.command[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*go_fd = fds[1];
+	return 0;
+}
+
+static bool targets_alive(struct record *r)
+{
+	int i, status;
+
+	if (r->child > 0 && !r->child_exited &&
+	    waitpid(r->child, &status, WNOHANG) == r->child) {
+		r->child_exited = true;
+		r->child_status = status;
+	}
+	if (r->child > 0)
+		return !r->child_exited;
+	for (i = 0; i < r->o.npids; i++)
+		if (!kill(r->o.pids[i], 0) || errno == EPERM)
+			return true;
+	return r->o.npids == 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void summary(struct record *r, double secs, const char *path, int werr)
+{
+	uint64_t c[CNT__MAX], errs = 0, total;
+	const char *why;
+	int st;
+
+	sampler__counters(r->sampler, c);
+	total = c[CNT_SAMPLES];
+	fprintf(stderr, "pysight: %.1f s, %" PRIu64 " samples of Python processes "
+		"(%u processes, %u threads with Python stacks)\n",
+		secs, total, registry__npython(r->reg), profile__nthreads(r->prof));
+	for (st = ST_COMPLETE; st < ST__MAX; st++) {
+		uint64_t n = c[CNT_STATUS_BASE + st];
+
+		if (!n)
+			continue;
+		fprintf(stderr, "pysight:   %-30s %10" PRIu64 " (%.1f%%)\n",
+			status_name(st), n, total ? 100.0 * n / total : 0.0);
+		if (st >= ST_ERR_READ_RUNTIME)
+			errs += n;
+	}
+	fprintf(stderr, "pysight:   errors %.2f%%, lost %" PRIu64
+		" (ring buffer full), %" PRIu64 " unknown frames\n",
+		total ? 100.0 * errs / total : 0.0,
+		c[CNT_RB_DROPS] + r->unknown_stacks, r->unknown_frames);
+	why = registry__first_error(r->reg);
+	if (why)
+		fprintf(stderr, "pysight: some processes were skipped: %s\n", why);
+	if (werr)
+		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
+			strerror(-werr));
+	else
+		fprintf(stderr, "pysight: wrote %u stacks to %s\n",
+			profile__nstacks(r->prof), path);
+}
+
+static int add_pids(struct record *r)
+{
+	char err[300];
+	int i, ret;
+
+	for (i = 0; i < r->o.npids; i++) {
+		ret = registry__add(r->reg, r->o.pids[i], err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "pysight: %s\n", err);
+			return ret;
+		}
+		sampler__add_target(r->sampler, r->o.pids[i]);
+	}
+	return 0;
+}
+
+static void run_loop(struct record *r)
+{
+	double start = now_s(), last_check = 0;
+
+	while (!exiting) {
+		double t;
+
+		if (sampler__poll(r->sampler, 10) < 0)
+			break;
+		registry__tick(r->reg);
+		sampler__jitter(r->sampler);
+		t = now_s();
+		if (r->o.duration && t - start >= r->o.duration)
+			break;
+		if (t - last_check >= 0.05) {
+			last_check = t;
+			if (!targets_alive(r))
+				break;
+		}
+	}
+	sampler__poll(r->sampler, 0);	/* what is still in the ring */
+}
+
+static int setup(struct record *r, int *go_fd)
+{
+	struct sampler_opts so = {
+		.rate_hz = r->o.rate,
+		.filter_pids = r->o.npids || r->o.command,
+		.verbose = r->o.verbose,
+	};
+	char err[300];
+	int ret;
+
+	ret = sampler__open(&so, on_event, r, &r->sampler, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return ret;
+	}
+	r->reg = registry__new(r->sampler, r->o.verbose);
+	r->syms = symcache__new();
+	r->prof = profile__new(r->o.threads);
+	if (!r->reg || !r->syms || !r->prof)
+		return -ENOMEM;
+	ret = add_pids(r);
+	if (ret)
+		return ret;
+	if (r->o.command) {
+		ret = spawn(r, go_fd);
+		if (ret) {
+			fprintf(stderr, "pysight: failed to start %s: %s\n",
+				r->o.command[0], strerror(-ret));
+			return ret;
+		}
+		sampler__add_target(r->sampler, r->child);
+	}
+	ret = sampler__start(r->sampler, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return ret;
+	}
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static const struct writer *pick_writer(struct record *r)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (!r->o.output) {
+		localtime_r(&t, &tm);
+		strftime(r->default_output, sizeof(r->default_output),
+			 "pysight-%Y%m%d-%H%M%S.folded", &tm);
+		r->o.output = r->default_output;
+	}
+	if (r->o.format)
+		return writer__find(r->o.format);
+	return writer__for_path(r->o.output);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	const struct argp argp = { options, parse_opt, "[-- COMMAND [ARG...]]", doc,
+				   NULL, NULL, NULL };
+	struct record r = { .o = { .rate = DEFAULT_RATE } };
+	const struct writer *w;
+	int go_fd = -1, err;
+	double start;
+
+	int i;
+
+	/* everything after "--" is the command, untouched by argp */
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			if (i + 1 < argc)
+				r.o.command = argv + i + 1;
+			argv[i] = NULL;
+			argc = i;
+			break;
+		}
+	}
+	argp_program_version = "pysight " PYSIGHT_VERSION;
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &r.o))
+		return 2;
+	if (r.o.command && r.o.npids) {
+		fprintf(stderr, "pysight: give -p or a command, not both\n");
+		return 2;
+	}
+	w = pick_writer(&r);
+	err = check_privileges();
+	if (!err)
+		err = check_btf();
+	if (err)
+		return 1;
+	install_signals();
+	signal(SIGPIPE, SIG_IGN);
+
+	err = setup(&r, &go_fd);
+	if (err)
+		goto cleanup;
+	fprintf(stderr, "pysight: sampling %s at %u Hz, Ctrl-C to stop\n",
+		r.o.command ? r.o.command[0] :
+		r.o.npids ? "the given processes" : "all Python processes",
+		r.o.rate);
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1)
+			err = -errno;
+		close(go_fd);
+		go_fd = -1;
+	}
+	start = now_s();
+	run_loop(&r);
+	err = writer__write_file(w, r.prof, r.o.output);
+	summary(&r, now_s() - start, r.o.output, err);
+
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd);	/* the child sees EOF and exits */
+	if (r.child > 0 && !r.child_exited) {
+		if (err)
+			kill(r.child, SIGTERM);
+		waitpid(r.child, &r.child_status, 0);
+	}
+	sampler__destroy(r.sampler);
+	profile__free(r.prof);
+	symcache__free(r.syms);
+	registry__free(r.reg);
+	return err != 0;
+}

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef __PYSIGHT_COMMANDS_H
+#define __PYSIGHT_COMMANDS_H
+
+/* One entry point per subcommand, each in its own cmd_NAME.c. */
+int cmd_record(int argc, char **argv);
+
+#endif /* __PYSIGHT_COMMANDS_H */

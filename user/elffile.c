@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A thin, bounds-checked layer over libelf: the interpreter files we
+ * read come from other processes' roots and may be anything.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elffile.h"
+
+struct elf_file {
+	int fd;
+	Elf *elf;
+	GElf_Ehdr ehdr;
+	uint64_t first_load;
+};
+
+int elffile__open(const char *path, struct elf_file **out)
+{
+	struct elf_file *ef;
+	size_t i, nphdr;
+	int err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	ef = calloc(1, sizeof(*ef));
+	if (!ef)
+		return -ENOMEM;
+	ef->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (ef->fd < 0) {
+		err = -errno;
+		free(ef);
+		return err;
+	}
+	ef->elf = elf_begin(ef->fd, ELF_C_READ_MMAP, NULL);
+	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF ||
+	    !gelf_getehdr(ef->elf, &ef->ehdr) ||
+	    elf_getphdrnum(ef->elf, &nphdr)) {
+		elffile__close(ef);
+		return -ENOEXEC;
+	}
+	ef->first_load = UINT64_MAX;
+	for (i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(ef->elf, i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_vaddr < ef->first_load)
+			ef->first_load = ph.p_vaddr & ~(uint64_t)0xfff;
+	}
+	if (ef->first_load == UINT64_MAX)
+		ef->first_load = 0;
+	*out = ef;
+	return 0;
+}
+
+void elffile__close(struct elf_file *ef)
+{
+	if (!ef)
+		return;
+	if (ef->elf)
+		elf_end(ef->elf);
+	if (ef->fd >= 0)
+		close(ef->fd);
+	free(ef);
+}
+
+bool elffile__is_exec(const struct elf_file *ef)
+{
+	return ef->ehdr.e_type == ET_EXEC;
+}
+
+uint64_t elffile__first_load(const struct elf_file *ef)
+{
+	return ef->first_load;
+}
+
+static int find_in_table(struct elf_file *ef, Elf_Scn *scn, const char *name,
+			 uint64_t *value, uint64_t *size)
+{
+	GElf_Shdr sh;
+	Elf_Data *data;
+	size_t i, n;
+
+	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return -ENOENT;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return -ENOENT;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *s;
+
+		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		s = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
+		if (s && !strcmp(s, name)) {
+			*value = sym.st_value;
+			if (size)
+				*size = sym.st_size;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
+		    uint64_t *size)
+{
+	static const Elf64_Word types[] = { SHT_DYNSYM, SHT_SYMTAB };
+	size_t t;
+
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(ef->elf, scn))) {
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
+				continue;
+			if (!find_in_table(ef, scn, name, value, size))
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	if (vaddr + len < vaddr)
+		return -EINVAL;
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		uint64_t off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		if (vaddr < sh.sh_addr || vaddr + len > sh.sh_addr + sh.sh_size)
+			continue;
+		data = elf_getdata(scn, NULL);
+		off = vaddr - sh.sh_addr;
+		if (!data || !data->d_buf || off + len > data->d_size)
+			return -ENOENT;
+		memcpy(buf, (char *)data->d_buf + off, len);
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Reading symbols and initialised data out of an interpreter's ELF file. */
+#ifndef __PYSIGHT_ELFFILE_H
+#define __PYSIGHT_ELFFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_file;
+
+int elffile__open(const char *path, struct elf_file **out);
+void elffile__close(struct elf_file *ef);
+
+/* ET_EXEC: symbol values are absolute addresses, no load bias. */
+bool elffile__is_exec(const struct elf_file *ef);
+
+/* .dynsym first, then .symtab.  -ENOENT when neither has it. */
+int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
+		    uint64_t *size);
+
+/* Copy the file-backed bytes at virtual address [vaddr, vaddr + len).
+ * -ENOENT when they are not in the file (e.g. .bss). */
+int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
+
+/* Virtual address of the first PT_LOAD segment, page aligned down. */
+uint64_t elffile__first_load(const struct elf_file *ef);
+
+#endif /* __PYSIGHT_ELFFILE_H */

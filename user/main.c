@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* pysight: a system-wide CPU sampler for Python, in BPF. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "record", cmd_record, "sample Python stacks into a profile" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: pysight COMMAND [OPTIONS]\n\nCommands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\nRun 'pysight COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("pysight %s\n", PYSIGHT_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "pysight: unknown command '%s' (try 'pysight --help')\n",
+		argv[1]);
+	return 2;
+}

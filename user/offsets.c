@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Per-version CPython facts.  3.8-3.12 come from the generated table; 3.13+
+ * from the _Py_DebugOffsets the interpreter carries at the start of
+ * _PyRuntime, read with the layout the generator recorded for each minor.
+ * Those bytes come from a file we do not control, so every value is
+ * bounds-checked before it reaches the BPF side.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "offsets.h"
+
+#define DEBUG_COOKIE		"xdebugpy"
+#define DEBUG_COOKIE_LEN	8
+#define DEBUG_FIRST_MINOR	13	/* _Py_DebugOffsets appeared in 3.13 */
+#define DEBUG_HEADER_LEN	24	/* cookie, version, free_threaded */
+
+/* Plausible struct sizes; far wider than any release, tight enough for junk. */
+#define BIG_STRUCT_MAX	(16u << 20)	/* runtime, interpreter state */
+#define TSTATE_MAX	65536u
+#define FRAME_MAX	1024u
+#define CODE_MAX	4096u
+#define SMALL_OBJ_MAX	256u		/* bytes and str objects */
+
+int offsets__from_table(int major, int minor, struct py_offsets *out)
+{
+	unsigned int i;
+
+	if (major != 3)
+		return -ENOENT;
+	for (i = 0; i < offsets_table_len; i++) {
+		if (((offsets_table[i].version_hex >> 16) & 0xff) ==
+		    (unsigned int)minor) {
+			*out = offsets_table[i];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The values read out of _Py_DebugOffsets, one per layout position. */
+struct debug_vals {
+	__u64 runtime_size, runtime_interpreters_head;
+	__u64 interp_size, interp_next, interp_threads_head;
+	__u64 tstate_size, tstate_next, tstate_thread_id;
+	__u64 tstate_native_thread_id, tstate_current_frame;
+	__u64 frame_size, frame_previous, frame_executable;
+	__u64 frame_instr_ptr, frame_owner;
+	__u64 code_size, code_filename, code_name, code_qualname;
+	__u64 code_linetable, code_firstlineno, code_adaptive;
+	__u64 bytes_size, bytes_ob_size, bytes_ob_sval;
+	__u64 unicode_size, unicode_state, unicode_length;
+	__u64 unicode_ascii_size, unicode_compact_size;
+};
+
+/* A first-failure reason, so the caller can print one line. */
+struct verdict {
+	char why[128];
+	bool bad;
+};
+
+static void fail(struct verdict *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->bad)
+		return;
+	v->bad = true;
+	va_start(ap, fmt);
+	vsnprintf(v->why, sizeof(v->why), fmt, ap);
+	va_end(ap);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* The target runs on this machine, so its integers are in our byte order. */
+static __u64 rd64(const unsigned char *p, size_t pos)
+{
+	__u64 v;
+
+	memcpy(&v, p + pos, sizeof(v));
+	return v;
+}
+
+static const struct offsets_debug_layout *find_layout(int minor, bool *guess)
+{
+	const struct offsets_debug_layout *newest = NULL;
+	unsigned int i;
+
+	for (i = 0; i < offsets_debug_layouts_len; i++) {
+		const struct offsets_debug_layout *l;
+
+		l = &offsets_debug_layouts[i];
+		if (l->minor == minor) {
+			*guess = false;
+			return l;
+		}
+		if (!newest || l->minor > newest->minor)
+			newest = l;
+	}
+	/* A newer release: try the newest layout we know, on probation. */
+	if (newest && minor > newest->minor) {
+		*guess = true;
+		return newest;
+	}
+	return NULL;
+}
+
+static void read_vals(const unsigned char *p,
+		      const struct offsets_debug_layout *l,
+		      struct debug_vals *d)
+{
+#define RD(f) (d->f = rd64(p, l->f))
+	RD(runtime_size);
+	RD(runtime_interpreters_head);
+	RD(interp_size);
+	RD(interp_next);
+	RD(interp_threads_head);
+	RD(tstate_size);
+	RD(tstate_next);
+	RD(tstate_thread_id);
+	RD(tstate_native_thread_id);
+	RD(tstate_current_frame);
+	RD(frame_size);
+	RD(frame_previous);
+	RD(frame_executable);
+	RD(frame_instr_ptr);
+	RD(frame_owner);
+	RD(code_size);
+	RD(code_filename);
+	RD(code_name);
+	RD(code_qualname);
+	RD(code_linetable);
+	RD(code_firstlineno);
+	RD(code_adaptive);
+	RD(bytes_size);
+	RD(bytes_ob_size);
+	RD(bytes_ob_sval);
+	RD(unicode_size);
+	RD(unicode_state);
+	RD(unicode_length);
+	RD(unicode_ascii_size);
+#undef RD
+	/* Older layouts lack it; a compact str adds utf8_length and utf8. */
+	if (l->unicode_compact_size)
+		d->unicode_compact_size = rd64(p, l->unicode_compact_size);
+	else
+		d->unicode_compact_size = d->unicode_ascii_size + 16;
+}
+
+static void check_size(struct verdict *v, const char *name, __u64 size,
+		       __u64 min, __u64 max)
+{
+	/* Every struct here holds pointers, so its size is 8-aligned. */
+	if (size < min || size > max || size % 8)
+		fail(v, "sizeof(%s) = %llu", name, (unsigned long long)size);
+}
+
+/*
+ * A field of `width` bytes at `off` must lie inside its struct, be
+ * naturally aligned, and fit the __u16 py_offsets stores (0xffff is taken).
+ */
+static void check_field(struct verdict *v, const char *name, __u64 off,
+			unsigned int width, __u64 size)
+{
+	if (off >= PY_OFF_NONE || off + width > size || off % width)
+		fail(v, "%s offset %llu (struct size %llu)", name,
+		     (unsigned long long)off, (unsigned long long)size);
+}
+
+struct span {
+	__u64 off;
+	unsigned int width;
+};
+
+/* Distinct fields of one struct must not overlap. */
+static void check_disjoint(struct verdict *v, const char *name,
+			   const struct span *s, unsigned int n)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (s[i].off < s[j].off + s[j].width &&
+			    s[j].off < s[i].off + s[i].width)
+				fail(v, "%s fields overlap at %llu", name,
+				     (unsigned long long)s[i].off);
+}
+
+static void check_threads(struct verdict *v, const struct debug_vals *d)
+{
+	const struct span ts[] = {
+		{ d->tstate_next, 8 }, { d->tstate_thread_id, 8 },
+		{ d->tstate_native_thread_id, 8 },
+		{ d->tstate_current_frame, 8 },
+	};
+
+	check_size(v, "_PyRuntimeState", d->runtime_size, 64, BIG_STRUCT_MAX);
+	check_field(v, "interpreters.head", d->runtime_interpreters_head, 8,
+		    d->runtime_size);
+	check_size(v, "PyInterpreterState", d->interp_size, 64,
+		   BIG_STRUCT_MAX);
+	check_field(v, "interp next", d->interp_next, 8, d->interp_size);
+	check_field(v, "threads.head", d->interp_threads_head, 8,
+		    d->interp_size);
+	if (d->interp_next == d->interp_threads_head)
+		fail(v, "interp next == threads.head");
+	check_size(v, "PyThreadState", d->tstate_size, 64, TSTATE_MAX);
+	check_field(v, "tstate next", d->tstate_next, 8, d->tstate_size);
+	check_field(v, "thread_id", d->tstate_thread_id, 8, d->tstate_size);
+	check_field(v, "native_thread_id", d->tstate_native_thread_id, 8,
+		    d->tstate_size);
+	check_field(v, "current_frame", d->tstate_current_frame, 8,
+		    d->tstate_size);
+	check_disjoint(v, "PyThreadState", ts, sizeof(ts) / sizeof(ts[0]));
+}
+
+static void check_frames(struct verdict *v, const struct debug_vals *d)
+{
+	const struct span fr[] = {
+		{ d->frame_previous, 8 }, { d->frame_executable, 8 },
+		{ d->frame_instr_ptr, 8 }, { d->frame_owner, 1 },
+	};
+	const struct span co[] = {
+		{ d->code_filename, 8 }, { d->code_name, 8 },
+		{ d->code_qualname, 8 }, { d->code_linetable, 8 },
+		{ d->code_firstlineno, 4 }, { d->code_adaptive, 2 },
+	};
+
+	check_size(v, "_PyInterpreterFrame", d->frame_size, 48, FRAME_MAX);
+	check_field(v, "previous", d->frame_previous, 8, d->frame_size);
+	check_field(v, "f_executable", d->frame_executable, 8, d->frame_size);
+	check_field(v, "instr_ptr", d->frame_instr_ptr, 8, d->frame_size);
+	check_field(v, "owner", d->frame_owner, 1, d->frame_size);
+	check_disjoint(v, "_PyInterpreterFrame", fr,
+		       sizeof(fr) / sizeof(fr[0]));
+
+	check_size(v, "PyCodeObject", d->code_size, 64, CODE_MAX);
+	check_field(v, "co_filename", d->code_filename, 8, d->code_size);
+	check_field(v, "co_name", d->code_name, 8, d->code_size);
+	check_field(v, "co_qualname", d->code_qualname, 8, d->code_size);
+	check_field(v, "co_linetable", d->code_linetable, 8, d->code_size);
+	check_field(v, "co_firstlineno", d->code_firstlineno, 4, d->code_size);
+	/* The bytecode array is the variable-length tail. */
+	check_field(v, "co_code_adaptive", d->code_adaptive, 2, d->code_size);
+	if (d->code_adaptive < d->code_linetable)
+		fail(v, "co_code_adaptive %llu is not the tail",
+		     (unsigned long long)d->code_adaptive);
+	check_disjoint(v, "PyCodeObject", co, sizeof(co) / sizeof(co[0]));
+}
+
+static void check_strings(struct verdict *v, const struct debug_vals *d)
+{
+	__u64 ascii = d->unicode_ascii_size;
+	__u64 compact = d->unicode_compact_size;
+
+	check_size(v, "PyBytesObject", d->bytes_size, 33, SMALL_OBJ_MAX);
+	check_field(v, "bytes ob_size", d->bytes_ob_size, 8, d->bytes_size);
+	check_field(v, "ob_sval", d->bytes_ob_sval, 1, d->bytes_size);
+	if (d->bytes_ob_sval <= d->bytes_ob_size)
+		fail(v, "ob_sval %llu before ob_size",
+		     (unsigned long long)d->bytes_ob_sval);
+
+	check_size(v, "PyUnicodeObject", d->unicode_size, 32, SMALL_OBJ_MAX);
+	/* A compact ASCII string's data follows a PyASCIIObject: 40 or 48. */
+	if (ascii < 32 || ascii > 64 || ascii % 8 || ascii > d->unicode_size)
+		fail(v, "sizeof(PyASCIIObject) = %llu",
+		     (unsigned long long)ascii);
+	if (compact <= ascii || compact > ascii + 32 || compact % 8 ||
+	    compact > d->unicode_size)
+		fail(v, "sizeof(PyCompactUnicodeObject) = %llu",
+		     (unsigned long long)compact);
+	check_field(v, "str length", d->unicode_length, 8, ascii);
+	check_field(v, "str state", d->unicode_state, 4, ascii);
+	/* The hash we derive sits between length and state; insist on it. */
+	if (d->unicode_state != d->unicode_length + 16)
+		fail(v, "str length %llu / state %llu leave no room for hash",
+		     (unsigned long long)d->unicode_length,
+		     (unsigned long long)d->unicode_state);
+}
+
+static void fill(struct py_offsets *o, __u64 version,
+		 const struct offsets_debug_layout *l,
+		 const struct debug_vals *d)
+{
+	memset(o, 0, sizeof(*o));
+	o->version_hex = (__u32)version;
+	o->match = PY_MATCH_NATIVE_TID;
+	o->frame_model = PY_FRAMES_DIRECT;
+	o->instr_kind = PY_INSTR_POINTER;
+	o->owner_cstack = l->owner_shim;
+	o->code_tag_mask = l->code_tag_mask;
+	o->runtime_interpreters_head = d->runtime_interpreters_head;
+	o->interp_next = d->interp_next;
+	o->interp_threads_head = d->interp_threads_head;
+	o->tstate_next = d->tstate_next;
+	o->tstate_thread_id = d->tstate_thread_id;
+	o->tstate_native_thread_id = d->tstate_native_thread_id;
+	o->tstate_frame = d->tstate_current_frame;
+	o->cframe_current_frame = PY_OFF_NONE;
+	o->frame_previous = d->frame_previous;
+	o->frame_code = d->frame_executable;
+	o->frame_instr = d->frame_instr_ptr;
+	o->frame_owner = d->frame_owner;
+	o->code_filename = d->code_filename;
+	o->code_name = d->code_name;
+	o->code_qualname = d->code_qualname;
+	o->code_firstlineno = d->code_firstlineno;
+	o->code_linetable = d->code_linetable;
+	o->code_code_adaptive = d->code_adaptive;
+	o->unicode_hash = d->unicode_length + 8;
+	o->unicode_state = d->unicode_state;
+	o->unicode_ascii_data = d->unicode_ascii_size;
+	o->unicode_compact_data = d->unicode_compact_size;
+	o->bytes_size = d->bytes_ob_size;
+	o->bytes_data = d->bytes_ob_sval;
+}
+
+/* Cookie, version and build flavour: the part every layout shares. */
+static int check_header(const unsigned char *p, size_t len, int minor,
+			__u64 *version, char *err, size_t errlen)
+{
+	__u64 ft;
+
+	if (minor < DEBUG_FIRST_MINOR) {
+		set_err(err, errlen, "Python 3.%d has no _Py_DebugOffsets",
+			minor);
+		return -EINVAL;
+	}
+	if (!p || len < DEBUG_HEADER_LEN) {
+		set_err(err, errlen,
+			"Python 3.%d: _PyRuntime truncated (%zu bytes)",
+			minor, p ? len : 0);
+		return -EINVAL;
+	}
+	if (memcmp(p, DEBUG_COOKIE, DEBUG_COOKIE_LEN)) {
+		set_err(err, errlen,
+			"Python 3.%d: _PyRuntime lacks the \"%s\" cookie",
+			minor, DEBUG_COOKIE);
+		return -EINVAL;
+	}
+	*version = rd64(p, 8);
+	if (*version >> 32 || (*version >> 24) != 3 ||
+	    ((*version >> 16) & 0xff) != (__u64)minor) {
+		set_err(err, errlen,
+			"Python 3.%d: _Py_DebugOffsets says version 0x%llx, not 3.%d",
+			minor, (unsigned long long)*version, minor);
+		return -EINVAL;
+	}
+	ft = rd64(p, 16);
+	if (ft == 1) {
+		set_err(err, errlen,
+			"Python 3.%d: free-threaded build, not supported",
+			minor);
+		return -EPROTONOSUPPORT;
+	}
+	if (ft) {
+		set_err(err, errlen,
+			"Python 3.%d: _Py_DebugOffsets free_threaded is %llu",
+			minor, (unsigned long long)ft);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int offsets__from_debug(const void *runtime, size_t len, int minor,
+			struct py_offsets *out, char *err, size_t errlen)
+{
+	const struct offsets_debug_layout *l;
+	const unsigned char *p = runtime;
+	struct verdict v = { .bad = false };
+	struct debug_vals d;
+	bool guess = false;
+	__u64 version;
+	int ret;
+
+	ret = check_header(p, len, minor, &version, err, errlen);
+	if (ret)
+		return ret;
+	l = find_layout(minor, &guess);
+	if (!l) {
+		set_err(err, errlen,
+			"Python 3.%d: no _Py_DebugOffsets layout known", minor);
+		return -ENOTSUP;
+	}
+	if (len < l->struct_size) {
+		set_err(err, errlen,
+			"Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
+			minor, len, l->struct_size);
+		return guess ? -ENOTSUP : -EINVAL;
+	}
+	read_vals(p, l, &d);
+	check_threads(&v, &d);
+	check_frames(&v, &d);
+	check_strings(&v, &d);
+	if (v.bad && guess) {
+		set_err(err, errlen,
+			"Python 3.%d: _Py_DebugOffsets layout unknown and values do not validate (%s)",
+			minor, v.why);
+		return -ENOTSUP;
+	}
+	if (v.bad) {
+		set_err(err, errlen,
+			"Python 3.%d: bad _Py_DebugOffsets: %s", minor, v.why);
+		return -EINVAL;
+	}
+	fill(out, version, l, &d);
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Per-version CPython facts (struct py_offsets): from generated tables for
+ * 3.8-3.12, from the interpreter's own _Py_DebugOffsets for 3.13+.  See
+ * docs/OFFSETS.md.
+ */
+#ifndef __PYSIGHT_OFFSETS_H
+#define __PYSIGHT_OFFSETS_H
+
+#include <stddef.h>
+#include <linux/types.h>	/* __u8 etc. for pysight.h */
+#include "pysight.h"
+
+/*
+ * Facts for 3.8-3.12 from the generated table.  Returns 0, or -ENOENT for
+ * a minor not in the table.
+ */
+int offsets__from_table(int major, int minor, struct py_offsets *out);
+
+/*
+ * Facts for 3.13+ from the bytes at the start of _PyRuntime (the file bytes
+ * of the ELF .PyRuntime section), which begin with _Py_DebugOffsets.
+ * Returns 0, or -errno with a one-line reason in err:
+ *   -EINVAL           not _Py_DebugOffsets of 3.<minor>: no cookie, too
+ *                     short, wrong version, or values that do not validate
+ *   -EPROTONOSUPPORT  a free-threaded build
+ *   -ENOTSUP          a newer minor whose layout is unknown and whose
+ *                     values do not validate under the newest known layout
+ * *out is filled completely on success, version_hex from the struct.
+ */
+int offsets__from_debug(const void *runtime, size_t len, int minor,
+			struct py_offsets *out, char *err, size_t errlen);
+
+/*
+ * Internal: the generated tables (user/offsets_table.c, tools/gen-offsets).
+ * Only offsets.c and the unit test use them.
+ */
+
+/*
+ * Byte positions, inside one minor's _Py_DebugOffsets, of the fields
+ * pysight reads (each a uint64_t), plus the two facts the struct does not
+ * carry.  unicode_compact_size is 0 when the layout lacks it.
+ */
+struct offsets_debug_layout {
+	__u8 minor;
+	__u8 owner_shim;		/* frame owner of the entry shim */
+	__u16 struct_size;		/* sizeof(_Py_DebugOffsets) */
+	__u64 code_tag_mask;		/* for f_executable */
+	__u16 version;
+	__u16 free_threaded;
+	__u16 runtime_size;
+	__u16 runtime_interpreters_head;
+	__u16 interp_size;
+	__u16 interp_next;
+	__u16 interp_threads_head;
+	__u16 tstate_size;
+	__u16 tstate_next;
+	__u16 tstate_thread_id;
+	__u16 tstate_native_thread_id;
+	__u16 tstate_current_frame;
+	__u16 frame_size;
+	__u16 frame_previous;
+	__u16 frame_executable;
+	__u16 frame_instr_ptr;
+	__u16 frame_owner;
+	__u16 code_size;
+	__u16 code_filename;
+	__u16 code_name;
+	__u16 code_qualname;
+	__u16 code_linetable;
+	__u16 code_firstlineno;
+	__u16 code_adaptive;
+	__u16 bytes_size;
+	__u16 bytes_ob_size;
+	__u16 bytes_ob_sval;
+	__u16 unicode_size;
+	__u16 unicode_state;
+	__u16 unicode_length;
+	__u16 unicode_ascii_size;
+	__u16 unicode_compact_size;
+};
+
+extern const struct py_offsets offsets_table[];
+extern const unsigned int offsets_table_len;
+extern const struct offsets_debug_layout offsets_debug_layouts[];
+extern const unsigned int offsets_debug_layouts_len;
+extern const struct py_offsets offsets_header_facts[];
+extern const unsigned int offsets_header_facts_len;
+
+#endif /* __PYSIGHT_OFFSETS_H */

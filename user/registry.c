@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "process.h"
+#include "registry.h"
+
+#define RETRY_NS	(5 * 1000000ULL)
+#define MAX_RETRIES	40		/* 200 ms of a loader at work */
+
+struct entry {
+	struct pyproc p;
+	int retries;
+	unsigned long long next_ns;
+	UT_hash_handle hh;
+};
+
+struct registry {
+	struct sampler *sampler;
+	struct entry *map;
+	unsigned int npython;
+	bool verbose;
+	char first_err[256];
+};
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+struct registry *registry__new(struct sampler *s, bool verbose)
+{
+	struct registry *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->sampler = s;
+		r->verbose = verbose;
+	}
+	return r;
+}
+
+void registry__free(struct registry *r)
+{
+	struct entry *e, *tmp;
+
+	if (!r)
+		return;
+	HASH_ITER(hh, r->map, e, tmp) {
+		HASH_DEL(r->map, e);
+		free(e);
+	}
+	free(r);
+}
+
+static struct entry *get_entry(struct registry *r, pid_t pid)
+{
+	struct entry *e;
+
+	HASH_FIND_INT(r->map, &pid, e);
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->p.pid = pid;
+	e->p.state = PY_PROC_PENDING;
+	HASH_ADD_INT(r->map, p.pid, e);
+	return e;
+}
+
+static void read_cwd(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+	n = readlink(path, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+static void set_python(struct registry *r, struct entry *e,
+		       const struct pyproc_info *info)
+{
+	e->p.state = PY_PROC_PYTHON;
+	e->p.proc = info->proc;
+	e->p.minor = info->minor;
+	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
+	r->npython++;
+	sampler__set_proc(r->sampler, e->p.pid, &info->proc);
+	if (info->exe_reusable)
+		sampler__set_binary(r->sampler, &info->exe_key, &info->proc);
+	if (r->verbose)
+		fprintf(stderr, "pysight: pid %d is Python 3.%d (%s)\n",
+			e->p.pid, info->minor, info->interp_path);
+}
+
+static void set_ignored(struct registry *r, struct entry *e, const char *why)
+{
+	struct py_proc ignored = { .state = PY_PROC_IGNORED };
+
+	e->p.state = PY_PROC_IGNORED;
+	snprintf(e->p.err, sizeof(e->p.err), "%s", why);
+	sampler__set_proc(r->sampler, e->p.pid, &ignored);
+}
+
+/* 0 done (either way), -EAGAIN try later. */
+static int inspect(struct registry *r, struct entry *e)
+{
+	struct pyproc_info info;
+	char err[256];
+	int ret;
+
+	ret = process__inspect(e->p.pid, &info, err, sizeof(err));
+	if (!ret) {
+		set_python(r, e, &info);
+		return 0;
+	}
+	if (ret == -EAGAIN && e->retries++ < MAX_RETRIES) {
+		e->next_ns = now_ns() + RETRY_NS;
+		return -EAGAIN;
+	}
+	if (ret == -ENOTSUP || ret == -EAGAIN) {
+		if (!r->first_err[0])
+			snprintf(r->first_err, sizeof(r->first_err), "%s", err);
+		if (r->verbose)
+			fprintf(stderr, "pysight: skipping pid %d: %s\n",
+				e->p.pid, err);
+	}
+	set_ignored(r, e, err);
+	return 0;
+}
+
+void registry__discover(struct registry *r, pid_t pid)
+{
+	struct entry *e = get_entry(r, pid);
+
+	if (!e)
+		return;
+	e->p.state = PY_PROC_PENDING;
+	e->retries = 0;
+	e->next_ns = 0;
+	inspect(r, e);
+}
+
+int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen)
+{
+	struct pyproc_info info;
+	struct entry *e;
+	int ret;
+
+	ret = process__inspect(pid, &info, err, errlen);
+	if (ret)
+		return ret;
+	e = get_entry(r, pid);
+	if (!e)
+		return -ENOMEM;
+	set_python(r, e, &info);
+	return 0;
+}
+
+const struct pyproc *registry__get(struct registry *r, pid_t pid)
+{
+	struct entry *e;
+	struct py_proc p;
+
+	HASH_FIND_INT(r->map, &pid, e);
+	if (e && e->p.state == PY_PROC_PYTHON)
+		return &e->p;
+	if (e && e->p.state == PY_PROC_PENDING && e->next_ns)
+		return NULL;
+	/* configured in the kernel from the binary map or by a fork */
+	if (sampler__get_proc(r->sampler, pid, &p) || p.state != PY_PROC_PYTHON)
+		return NULL;
+	e = get_entry(r, pid);
+	if (!e)
+		return NULL;
+	e->p.state = PY_PROC_PYTHON;
+	e->p.proc = p;
+	e->p.minor = (p.off.version_hex >> 16) & 0xff;
+	read_cwd(pid, e->p.cwd, sizeof(e->p.cwd));
+	r->npython++;
+	return &e->p;
+}
+
+void registry__exit(struct registry *r, pid_t pid)
+{
+	struct entry *e;
+
+	HASH_FIND_INT(r->map, &pid, e);
+	if (!e)
+		return;
+	HASH_DEL(r->map, e);
+	free(e);
+}
+
+void registry__tick(struct registry *r)
+{
+	unsigned long long now = now_ns();
+	struct entry *e, *tmp;
+
+	HASH_ITER(hh, r->map, e, tmp) {
+		if (e->p.state == PY_PROC_PENDING && e->next_ns &&
+		    now >= e->next_ns)
+			inspect(r, e);
+	}
+}
+
+unsigned int registry__npython(const struct registry *r)
+{
+	return r->npython;
+}
+
+const char *registry__first_error(const struct registry *r)
+{
+	return r->first_err[0] ? r->first_err : NULL;
+}

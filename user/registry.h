@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The Python processes we know about, and the BPF maps that mirror them. */
+#ifndef __PYSIGHT_REGISTRY_H
+#define __PYSIGHT_REGISTRY_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+#include "sampler.h"
+
+struct pyproc {
+	pid_t pid;
+	int state;			/* enum py_proc_state */
+	int minor;
+	struct py_proc proc;
+	char cwd[PATH_MAX];
+	char err[256];			/* why it is ignored */
+};
+
+struct registry;
+
+struct registry *registry__new(struct sampler *s, bool verbose);
+void registry__free(struct registry *r);
+
+/* BPF saw a pid it does not know, or it exec'ed: inspect it. */
+void registry__discover(struct registry *r, pid_t pid);
+/* -p PID: inspect now; on failure -errno and the reason in err. */
+int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen);
+/* The process, or NULL.  Processes BPF configured by itself (a known
+ * interpreter binary, a fork) are read back from its map. */
+const struct pyproc *registry__get(struct registry *r, pid_t pid);
+void registry__exit(struct registry *r, pid_t pid);
+/* Retry inspections that were too early (libpython not yet mapped). */
+void registry__tick(struct registry *r);
+
+unsigned int registry__npython(const struct registry *r);
+/* The first reason a process was refused, for the summary. */
+const char *registry__first_error(const struct registry *r);
+
+#endif /* __PYSIGHT_REGISTRY_H */

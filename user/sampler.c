@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pysight.skel.h"
+#include "sampler.h"
+
+struct cpu_timer {
+	int fd;
+	struct bpf_link *link;
+	__u64 next_jitter_ns;
+};
+
+struct sampler {
+	struct pysight_bpf *skel;
+	struct ring_buffer *rb;
+	struct cpu_timer *cpus;
+	int ncpus;
+	__u64 mean_period_ns;
+	unsigned int seed;
+	sampler_event_fn fn;
+	void *ctx;
+	bool verbose;
+};
+
+static bool verbose_print;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt,
+			va_list args)
+{
+	if (level == LIBBPF_DEBUG && !verbose_print)
+		return 0;
+	if (!verbose_print)
+		return 0;	/* errors are reported once, by us */
+	return vfprintf(stderr, fmt, args);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	return s->fn(s->ctx, data, size);
+}
+
+int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
+		  void *ctx, struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s;
+	int ret;
+
+	verbose_print = opts->verbose;
+	libbpf_set_print(print_libbpf);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->seed = (unsigned int)(getpid() ^ time(NULL));
+	/*
+	 * Each re-arm restarts the timer and drops the time already run,
+	 * about half a period per re-arm once every 8 periods: shorten the
+	 * period to keep the mean rate.
+	 */
+	s->mean_period_ns = (__u64)(1e9 / opts->rate_hz * (1.0 - 0.54 / 8));
+	s->skel = pysight_bpf__open();
+	if (!s->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "failed to open BPF object: %s",
+			 strerror(-ret));
+		goto fail;
+	}
+	s->skel->rodata->filter_pids = opts->filter_pids;
+	s->skel->rodata->self_pid = getpid();
+	ret = pysight_bpf__load(s->skel);
+	if (ret) {
+		snprintf(err, errlen,
+			 "failed to load BPF programs: %s (run with -v for the verifier log)",
+			 strerror(-ret));
+		goto fail;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s,
+				 NULL);
+	if (!s->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "failed to create ring buffer: %s",
+			 strerror(-ret));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sampler__destroy(s);
+	return ret;
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* uniform in [lo, hi) */
+static __u64 uniform(struct sampler *s, __u64 lo, __u64 hi)
+{
+	double r = (double)rand_r(&s->seed) / ((double)RAND_MAX + 1.0);
+
+	return lo + (__u64)(r * (double)(hi - lo));
+}
+
+static int open_cpu_timer(struct sampler *s, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = uniform(s, s->mean_period_ns / 2,
+					 s->mean_period_ns * 3 / 2),
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+int sampler__start(struct sampler *s, char *err, size_t errlen)
+{
+	int ret, cpu, possible;
+
+	ret = pysight_bpf__attach(s->skel);
+	if (ret) {
+		snprintf(err, errlen, "failed to attach tracepoints: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	possible = libbpf_num_possible_cpus();
+	if (possible <= 0) {
+		snprintf(err, errlen, "failed to count CPUs");
+		return -EINVAL;
+	}
+	s->cpus = calloc(possible, sizeof(*s->cpus));
+	if (!s->cpus)
+		return -ENOMEM;
+	s->ncpus = possible;
+	for (cpu = 0; cpu < possible; cpu++)
+		s->cpus[cpu].fd = -1;
+	for (cpu = 0; cpu < possible; cpu++) {
+		struct cpu_timer *t = &s->cpus[cpu];
+
+		t->fd = open_cpu_timer(s, cpu);
+		if (t->fd < 0) {
+			ret = -errno;
+			t->fd = -1;
+			if (ret == -ENODEV)	/* offline CPU */
+				continue;
+			snprintf(err, errlen, "failed to open perf event on CPU %d: %s",
+				 cpu, strerror(-ret));
+			return ret;
+		}
+		t->link = bpf_program__attach_perf_event(s->skel->progs.pysight_on_cpu,
+							 t->fd);
+		if (!t->link) {
+			ret = -errno;
+			snprintf(err, errlen, "failed to attach to perf event on CPU %d: %s",
+				 cpu, strerror(-ret));
+			return ret;
+		}
+		t->next_jitter_ns = now_ns() + uniform(s, 4 * s->mean_period_ns,
+						       12 * s->mean_period_ns);
+	}
+	return 0;
+}
+
+void sampler__jitter(struct sampler *s)
+{
+	__u64 now = now_ns(), period;
+	int cpu;
+
+	for (cpu = 0; cpu < s->ncpus; cpu++) {
+		struct cpu_timer *t = &s->cpus[cpu];
+
+		if (!t->link || now < t->next_jitter_ns)
+			continue;
+		period = uniform(s, s->mean_period_ns / 2,
+				 s->mean_period_ns * 3 / 2);
+		ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
+		t->next_jitter_ns = now + uniform(s, 4 * s->mean_period_ns,
+						  12 * s->mean_period_ns);
+	}
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
+{
+	__u32 key = pid;
+
+	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p,
+				    sizeof(*p), BPF_ANY);
+}
+
+int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
+			const struct py_proc *p)
+{
+	return bpf_map__update_elem(s->skel->maps.binaries, key, sizeof(*key),
+				    p, sizeof(*p), BPF_ANY);
+}
+
+int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p)
+{
+	__u32 key = pid;
+
+	return bpf_map__lookup_elem(s->skel->maps.procs, &key, sizeof(key), p,
+				    sizeof(*p), 0);
+}
+
+int sampler__add_target(struct sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key),
+				    &one, sizeof(one), BPF_ANY);
+}
+
+void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+	__u32 i;
+	int c;
+
+	memset(out, 0, sizeof(__u64) * CNT__MAX);
+	if (ncpu <= 0)
+		return;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (i = 0; i < CNT__MAX; i++) {
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &i, sizeof(i),
+					 vals, ncpu * sizeof(*vals), 0))
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+}
+
+void sampler__destroy(struct sampler *s)
+{
+	int cpu;
+
+	if (!s)
+		return;
+	for (cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {
+		bpf_link__destroy(s->cpus[cpu].link);
+		if (s->cpus[cpu].fd >= 0)
+			close(s->cpus[cpu].fd);
+	}
+	free(s->cpus);
+	ring_buffer__free(s->rb);
+	pysight_bpf__destroy(s->skel);
+	free(s);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The BPF side's lifecycle: load, fill maps, attach, poll, tear down. */
+#ifndef __PYSIGHT_SAMPLER_H
+#define __PYSIGHT_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+
+struct sampler;
+
+struct sampler_opts {
+	unsigned int rate_hz;
+	bool filter_pids;	/* only pids added with sampler__add_target */
+	bool verbose;		/* libbpf's debug output */
+};
+
+typedef int (*sampler_event_fn)(void *ctx, const void *data, size_t size);
+
+int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
+		  void *ctx, struct sampler **out, char *err, size_t errlen);
+int sampler__start(struct sampler *s, char *err, size_t errlen);
+/* Handle ring buffer events; <0 on error, else the number handled. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Re-arm each CPU's timer with a random period (anti-aliasing). */
+void sampler__jitter(struct sampler *s);
+
+int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
+int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
+			const struct py_proc *p);
+int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p);
+int sampler__add_target(struct sampler *s, pid_t pid);
+
+void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
+void sampler__destroy(struct sampler *s);
+
+#endif /* __PYSIGHT_SAMPLER_H */

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Symbolise code objects from the target's memory.  Every read is
+ * bounded: the target may be mutating or freeing what we look at.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <uthash.h>
+
+#include "symbols.h"
+
+#define MAX_STR		1024
+#define MAX_LINETABLE	(256 << 10)
+
+struct sym_key {
+	pid_t pid;
+	uint32_t check;
+	uint64_t code;
+};
+
+struct sym_entry {
+	struct sym_key key;
+	struct pysym sym;
+	UT_hash_handle hh;
+};
+
+struct symcache {
+	struct sym_entry *map;
+	uint64_t misses, stale;
+};
+
+struct symcache *symcache__new(void)
+{
+	return calloc(1, sizeof(struct symcache));
+}
+
+static void entry_free(struct sym_entry *e)
+{
+	free(e->sym.qualname);
+	free(e->sym.filename);
+	free(e->sym.linetable);
+	free(e);
+}
+
+void symcache__free(struct symcache *sc)
+{
+	struct sym_entry *e, *tmp;
+
+	if (!sc)
+		return;
+	HASH_ITER(hh, sc->map, e, tmp) {
+		HASH_DEL(sc->map, e);
+		entry_free(e);
+	}
+	free(sc);
+}
+
+void symcache__forget(struct symcache *sc, pid_t pid)
+{
+	struct sym_entry *e, *tmp;
+
+	HASH_ITER(hh, sc->map, e, tmp) {
+		if (e->key.pid != pid)
+			continue;
+		HASH_DEL(sc->map, e);
+		entry_free(e);
+	}
+}
+
+uint64_t symcache__misses(const struct symcache *sc)
+{
+	return sc->misses;
+}
+
+uint64_t symcache__stale(const struct symcache *sc)
+{
+	return sc->stale;
+}
+
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t get_u64(const uint8_t *win, size_t size, unsigned int off)
+{
+	uint64_t v = 0;
+
+	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
+		memcpy(&v, win + off, sizeof(v));
+	return v;
+}
+
+static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
+{
+	uint32_t v = 0;
+
+	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
+		memcpy(&v, win + off, sizeof(v));
+	return v;
+}
+
+/* Append one code point as UTF-8; out has room for 4 more bytes. */
+static size_t put_utf8(char *out, uint32_t c)
+{
+	if (c < 0x80) {
+		out[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		out[0] = (char)(0xc0 | c >> 6);
+		out[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		out[0] = (char)(0xe0 | c >> 12);
+		out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	if (c > 0x10ffff)
+		c = 0xfffd;
+	out[0] = (char)(0xf0 | c >> 18);
+	out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+/*
+ * A str object as UTF-8.  Compact strings only: code names and file
+ * names always are.  The state word's bits are stable from 3.8 to 3.15:
+ * interned:2, kind:3, compact:1, ascii:1.
+ */
+static char *read_str(pid_t pid, const struct py_offsets *off, uint64_t addr)
+{
+	uint8_t hdr[64], raw[MAX_STR * 4];
+	uint32_t state, kind, i;
+	uint64_t len;
+	size_t data_off, o = 0;
+	char *s;
+
+	if (read_mem(pid, addr, hdr, sizeof(hdr)))
+		return NULL;
+	len = get_u64(hdr, sizeof(hdr), 16);	/* after PyObject_HEAD */
+	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return NULL;
+	if (len > MAX_STR)
+		len = MAX_STR;
+	data_off = (state >> 6) & 1 ? off->unicode_ascii_data :
+				      off->unicode_compact_data;
+	if (data_off == PY_OFF_NONE ||
+	    read_mem(pid, addr + data_off, raw, len * kind))
+		return NULL;
+	s = malloc(len * 4 + 1);
+	if (!s)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		uint32_t c;
+
+		if (kind == 1)
+			c = raw[i];
+		else if (kind == 2)
+			c = raw[2 * i] | raw[2 * i + 1] << 8;
+		else
+			memcpy(&c, raw + 4 * i, 4);
+		o += put_utf8(s + o, c);
+	}
+	s[o] = 0;
+	return s;
+}
+
+static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr,
+		      uint8_t **out, size_t *outlen)
+{
+	uint8_t hdr[32];
+	uint64_t len;
+
+	if (read_mem(pid, addr, hdr, sizeof(hdr)))
+		return -EFAULT;
+	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
+	if (len > MAX_LINETABLE)
+		return -E2BIG;
+	*out = malloc(len ? len : 1);
+	if (!*out)
+		return -ENOMEM;
+	if (len && read_mem(pid, addr + off->bytes_data, *out, len)) {
+		free(*out);
+		return -EFAULT;
+	}
+	*outlen = len;
+	return 0;
+}
+
+static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
+		       uint32_t check, struct pysym *sym)
+{
+	const struct py_offsets *off = &proc->off;
+	uint8_t win[PYSIGHT_CODE_WINDOW];
+	uint64_t name, file, qual, table, nhash = 0;
+	uint32_t first;
+
+	if (read_mem(pid, code, win, sizeof(win)) ||
+	    get_u64(win, sizeof(win), 8) != proc->code_type_addr)
+		return -EFAULT;
+	name = get_u64(win, sizeof(win), off->code_name);
+	file = get_u64(win, sizeof(win), off->code_filename);
+	qual = get_u64(win, sizeof(win), off->code_qualname);
+	table = get_u64(win, sizeof(win), off->code_linetable);
+	first = get_u32(win, sizeof(win), off->code_firstlineno);
+	if (name)
+		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
+	if (pysight_code_check(name, file, first, qual, nhash) != check)
+		return -ESTALE;
+
+	sym->qualname = read_str(pid, off, qual ? qual : name);
+	sym->filename = read_str(pid, off, file);
+	sym->firstlineno = (int)first;
+	if (!sym->qualname || !sym->filename ||
+	    read_bytes(pid, off, table, &sym->linetable, &sym->linetable_len)) {
+		free(sym->qualname);
+		free(sym->filename);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
+				     const struct py_proc *proc, uint64_t code,
+				     uint32_t check)
+{
+	struct sym_key key;
+	struct sym_entry *e;
+	int err;
+
+	memset(&key, 0, sizeof(key));
+	key.pid = pid;
+	key.check = check;
+	key.code = code;
+	HASH_FIND(hh, sc->map, &key, sizeof(key), e);
+	if (e)
+		return &e->sym;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	err = read_symbol(pid, proc, code, check, &e->sym);
+	if (err) {
+		if (err == -ESTALE)
+			sc->stale++;
+		else
+			sc->misses++;
+		free(e);
+		return NULL;
+	}
+	e->key = key;
+	HASH_ADD(hh, sc->map, key, sizeof(key), e);
+	return &e->sym;
+}

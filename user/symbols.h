@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Code object -> qualname, file, line table; cached per process. */
+#ifndef __PYSIGHT_SYMBOLS_H
+#define __PYSIGHT_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+
+struct pysym {
+	char *qualname;
+	char *filename;
+	int firstlineno;
+	uint8_t *linetable;
+	size_t linetable_len;
+};
+
+struct symcache;
+
+struct symcache *symcache__new(void);
+void symcache__free(struct symcache *sc);
+
+/*
+ * The symbol of code object `code` in process pid, read with
+ * process_vm_readv.  NULL when it cannot be read or no longer checks as
+ * `check` (the object was freed and its address reused).
+ */
+const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
+				     const struct py_proc *proc, uint64_t code,
+				     uint32_t check);
+
+/* Drop every entry of a process that exited or exec'ed. */
+void symcache__forget(struct symcache *sc, pid_t pid);
+
+/* Counters for the summary. */
+uint64_t symcache__misses(const struct symcache *sc);
+uint64_t symcache__stale(const struct symcache *sc);
+
+#endif /* __PYSIGHT_SYMBOLS_H */
