@@ -21,8 +21,10 @@ DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-# everything but main and BPF glue: what the unit tests link against
-LIB_OBJS := $(filter-out $(OUTPUT)/main.o $(OUTPUT)/cmd_%.o $(OUTPUT)/sampler.o,$(USER_OBJS))
+# what builds and runs without BPF or root: the unit tests link these
+LIB_SRCS := user/elffile.c user/filename.c user/linetable.c user/offsets.c \
+	    user/offsets_table.c user/process.c user/profile.c user/symbols.c \
+	    user/writer.c user/write_folded.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -71,10 +73,11 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_OBJS) | $(OUTPUT)/tests
+# sanitizers on: these parse untrusted bytes
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(WARN) -fsanitize=address,undefined $(INCLUDES) \
-		$< $(patsubst $(OUTPUT)/%.o,user/%.c,$(LIB_OBJS)) $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
+		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) -lelf -lz -o $@
 
 unit: $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done

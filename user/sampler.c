@@ -26,7 +26,8 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct cpu_timer *cpus;
 	int ncpus;
-	__u64 mean_period_ns;
+	double rate_hz;		/* mean rate, compensated for re-arms */
+	__u64 window_ns;	/* mean time between re-arms */
 	unsigned int seed;
 	sampler_event_fn fn;
 	void *ctx;
@@ -67,11 +68,15 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->ctx = ctx;
 	s->seed = (unsigned int)(getpid() ^ time(NULL));
 	/*
-	 * Each re-arm restarts the timer and drops the time already run,
-	 * about half a period per re-arm once every 8 periods: shorten the
-	 * period to keep the mean rate.
+	 * Re-arm every 8 periods on average (20 ms at least: the poll loop
+	 * ticks every 10 ms).  A re-arm restarts the timer and loses about
+	 * half a period, so raise the rate by as much.
 	 */
-	s->mean_period_ns = (__u64)(1e9 / opts->rate_hz * (1.0 - 0.54 / 8));
+	s->window_ns = (__u64)(8e9 / opts->rate_hz);
+	if (s->window_ns < 20000000ULL)
+		s->window_ns = 20000000ULL;
+	s->rate_hz = opts->rate_hz /
+		     (1.0 - 0.5e9 / opts->rate_hz / (double)s->window_ns);
 	s->skel = pysight_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -112,11 +117,27 @@ static __u64 now_ns(void)
 }
 
 /* uniform in [lo, hi) */
-static __u64 uniform(struct sampler *s, __u64 lo, __u64 hi)
+static double uniform(struct sampler *s, double lo, double hi)
 {
 	double r = (double)rand_r(&s->seed) / ((double)RAND_MAX + 1.0);
 
-	return lo + (__u64)(r * (double)(hi - lo));
+	return lo + r * (hi - lo);
+}
+
+/*
+ * A random period whose rate, not period, is uniform in ±50% of the mean:
+ * each period holds for a stretch of time, so the rate averages out to
+ * the mean where uniform periods would sample ln 3 = 1.10 times too fast.
+ * Like py-spy's random intervals, this keeps periodic work from aliasing.
+ */
+static __u64 random_period(struct sampler *s)
+{
+	return (__u64)(1e9 / (s->rate_hz * uniform(s, 0.5, 1.5)));
+}
+
+static __u64 next_window(struct sampler *s, __u64 now)
+{
+	return now + (__u64)uniform(s, 0.5 * s->window_ns, 1.5 * s->window_ns);
 }
 
 static int open_cpu_timer(struct sampler *s, int cpu)
@@ -125,8 +146,7 @@ static int open_cpu_timer(struct sampler *s, int cpu)
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
 		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period = uniform(s, s->mean_period_ns / 2,
-					 s->mean_period_ns * 3 / 2),
+		.sample_period = random_period(s),
 	};
 
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1,
@@ -175,8 +195,7 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 				 cpu, strerror(-ret));
 			return ret;
 		}
-		t->next_jitter_ns = now_ns() + uniform(s, 4 * s->mean_period_ns,
-						       12 * s->mean_period_ns);
+		t->next_jitter_ns = next_window(s, now_ns());
 	}
 	return 0;
 }
@@ -191,11 +210,9 @@ void sampler__jitter(struct sampler *s)
 
 		if (!t->link || now < t->next_jitter_ns)
 			continue;
-		period = uniform(s, s->mean_period_ns / 2,
-				 s->mean_period_ns * 3 / 2);
+		period = random_period(s);
 		ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
-		t->next_jitter_ns = now + uniform(s, 4 * s->mean_period_ns,
-						  12 * s->mean_period_ns);
+		t->next_jitter_ns = next_window(s, now);
 	}
 }
 

@@ -11,7 +11,9 @@
  * -fsanitize=address,undefined. Every table handed to the decoder sits
  * in a heap block of exactly its length so ASan sees any overread.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
