@@ -24,7 +24,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # what builds and runs without BPF or root: the unit tests link these
 LIB_SRCS := user/elffile.c user/filename.c user/linetable.c user/offsets.c \
 	    user/offsets_table.c user/process.c user/profile.c user/symbols.c \
-	    user/writer.c user/write_folded.c
+	    user/writer.c user/write_folded.c user/folded_read.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 

@@ -317,28 +317,51 @@ static int on_event(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
-/* Fork the command stopped on a pipe, so it is a target before it runs. */
-static int spawn(struct record *r, int *go_fd)
+/*
+ * Fork the command stopped on a pipe, so it is a target before it runs.
+ * A second, close-on-exec pipe carries execvp's errno back, or closes
+ * silently when the exec worked.
+ */
+static int spawn(struct record *r, int *go_fd, int *err_fd)
 {
-	int fds[2];
+	int go[2], ex[2], e;
 	char c;
 
-	if (pipe2(fds, O_CLOEXEC))
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC))
 		return -errno;
 	r->child = fork();
 	if (r->child < 0)
 		return -errno;
 	if (r->child == 0) {
-		close(fds[1]);
-		if (read(fds[0], &c, 1) != 1)
+		close(go[1]);
+		close(ex[0]);
+		if (read(go[0], &c, 1) != 1)
 			_exit(127);
 		execvp(r->o.command[0], r->o.command);
-		fprintf(stderr, "pysight: cannot run %s: %s\n", r->o.command[0],
-			strerror(errno));
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
 		_exit(127);
 	}
-	close(fds[0]);
-	*go_fd = fds[1];
+	close(go[0]);
+	close(ex[1]);
+	*go_fd = go[1];
+	*err_fd = ex[0];
+	return 0;
+}
+
+/* Let the command run; -errno when it could not be executed. */
+static int release(struct record *r, int go_fd, int err_fd)
+{
+	int e = 0;
+
+	if (write(go_fd, "g", 1) != 1)
+		return -errno;
+	if (read(err_fd, &e, sizeof(e)) == sizeof(e)) {
+		fprintf(stderr, "pysight: cannot run %s: %s\n", r->o.command[0],
+			strerror(e));
+		return -e;
+	}
 	return 0;
 }
 
@@ -442,7 +465,7 @@ static void run_loop(struct record *r)
 	sampler__poll(r->sampler, 0);	/* what is still in the ring */
 }
 
-static int setup(struct record *r, int *go_fd)
+static int setup(struct record *r, int *go_fd, int *err_fd)
 {
 	struct sampler_opts so = {
 		.rate_hz = r->o.rate,
@@ -466,7 +489,7 @@ static int setup(struct record *r, int *go_fd)
 	if (ret)
 		return ret;
 	if (r->o.command) {
-		ret = spawn(r, go_fd);
+		ret = spawn(r, go_fd, err_fd);
 		if (ret) {
 			fprintf(stderr, "pysight: failed to start %s: %s\n",
 				r->o.command[0], strerror(-ret));
@@ -513,7 +536,7 @@ int cmd_record(int argc, char **argv)
 				   NULL, NULL, NULL };
 	struct record r = { .o = { .rate = DEFAULT_RATE } };
 	const struct writer *w;
-	int go_fd = -1, err;
+	int go_fd = -1, err_fd = -1, err;
 	double start;
 
 	int i;
@@ -545,19 +568,20 @@ int cmd_record(int argc, char **argv)
 	install_signals();
 	signal(SIGPIPE, SIG_IGN);
 
-	err = setup(&r, &go_fd);
+	err = setup(&r, &go_fd, &err_fd);
 	if (err)
 		goto cleanup;
+	if (go_fd >= 0) {
+		err = release(&r, go_fd, err_fd);
+		close(go_fd);
+		go_fd = -1;
+		if (err)
+			goto cleanup;
+	}
 	fprintf(stderr, "pysight: sampling %s at %u Hz, Ctrl-C to stop\n",
 		r.o.command ? r.o.command[0] :
 		r.o.npids ? "the given processes" : "all Python processes",
 		r.o.rate);
-	if (go_fd >= 0) {
-		if (write(go_fd, "g", 1) != 1)
-			err = -errno;
-		close(go_fd);
-		go_fd = -1;
-	}
 	start = now_s();
 	run_loop(&r);
 	err = writer__write_file(w, r.prof, r.o.output);
@@ -566,6 +590,8 @@ int cmd_record(int argc, char **argv)
 cleanup:
 	if (go_fd >= 0)
 		close(go_fd);	/* the child sees EOF and exits */
+	if (err_fd >= 0)
+		close(err_fd);
 	if (r.child > 0 && !r.child_exited) {
 		if (err)
 			kill(r.child, SIGTERM);

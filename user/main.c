@@ -11,6 +11,7 @@ static const struct cmd {
 	const char *help;
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks into a profile" },
+	{ "report", cmd_report, "show the hottest frames of a profile" },
 };
 
 static void usage(FILE *f)
