@@ -92,7 +92,7 @@ $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(Q)touch $@
 
 integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done
-	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q tests/integration
+	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
 
 # The README's test command: install, build, and pass every test.
 test: deps

@@ -7,7 +7,7 @@
 #ifndef __PYSIGHT_H
 #define __PYSIGHT_H
 
-#define PYSIGHT_MAX_FRAMES	512	/* frames kept per stack */
+#define PYSIGHT_MAX_FRAMES	1024	/* frames kept per stack (power of 2) */
 #define PYSIGHT_MAX_THREADS	256	/* threads walked per interpreter */
 #define PYSIGHT_MAX_INTERPS	4	/* sub-interpreters walked */
 #define PYSIGHT_CODE_WINDOW	192	/* bytes read from a code object */
@@ -97,6 +97,9 @@ struct py_proc {
 	__u32 state;		/* enum py_proc_state */
 	__u32 pad;
 	struct py_offsets off;
+	/* user space only: type checks of what the symboliser reads */
+	__u64 unicode_type_addr;	/* &PyUnicode_Type */
+	__u64 bytes_type_addr;		/* &PyBytes_Type */
 };
 
 /* Key of the per-binary map: the interpreter executable's inode. */

@@ -164,7 +164,7 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
 static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 			struct pyproc_info *info, char *err, size_t errlen)
 {
-	uint64_t runtime, rsize, code_type, bias = 0;
+	uint64_t runtime, rsize, code_type, addr, bias = 0;
 	struct elf_file *ef;
 	int ret;
 
@@ -201,6 +201,10 @@ static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 		bias = m->start - m->offset - elffile__first_load(ef);
 	info->proc.runtime_addr = runtime + bias;
 	info->proc.code_type_addr = code_type + bias;
+	if (!elffile__symbol(ef, "PyUnicode_Type", &addr, NULL))
+		info->proc.unicode_type_addr = addr + bias;
+	if (!elffile__symbol(ef, "PyBytes_Type", &addr, NULL))
+		info->proc.bytes_type_addr = addr + bias;
 	info->proc.state = PY_PROC_PYTHON;
 	info->exe_reusable = is_exe && elffile__is_exec(ef);
 out:

@@ -37,11 +37,11 @@ struct symcache *symcache__new(void)
 	return calloc(1, sizeof(struct symcache));
 }
 
+static void sym_clear(struct pysym *sym);
+
 static void entry_free(struct sym_entry *e)
 {
-	free(e->sym.qualname);
-	free(e->sym.filename);
-	free(e->sym.linetable);
+	sym_clear(&e->sym);
 	free(e);
 }
 
@@ -144,8 +144,9 @@ static size_t put_utf8(char *out, uint32_t c)
  * names always are.  The state word's bits are stable from 3.8 to 3.15:
  * interned:2, kind:3, compact:1, ascii:1.
  */
-static char *read_str(pid_t pid, const struct py_offsets *off, uint64_t addr)
+static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 {
+	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[64], raw[MAX_STR * 4];
 	uint32_t state, kind, i;
 	uint64_t len;
@@ -153,6 +154,9 @@ static char *read_str(pid_t pid, const struct py_offsets *off, uint64_t addr)
 	char *s;
 
 	if (read_mem(pid, addr, hdr, sizeof(hdr)))
+		return NULL;
+	if (proc->unicode_type_addr &&
+	    get_u64(hdr, sizeof(hdr), 8) != proc->unicode_type_addr)
 		return NULL;
 	len = get_u64(hdr, sizeof(hdr), 16);	/* after PyObject_HEAD */
 	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
@@ -184,13 +188,17 @@ static char *read_str(pid_t pid, const struct py_offsets *off, uint64_t addr)
 	return s;
 }
 
-static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr,
+static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 		      uint8_t **out, size_t *outlen)
 {
+	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[32];
 	uint64_t len;
 
 	if (read_mem(pid, addr, hdr, sizeof(hdr)))
+		return -EFAULT;
+	if (proc->bytes_type_addr &&
+	    get_u64(hdr, sizeof(hdr), 8) != proc->bytes_type_addr)
 		return -EFAULT;
 	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
@@ -206,37 +214,73 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr,
 	return 0;
 }
 
+/* The code object's window, checked against what BPF saw. */
+static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
+		     uint32_t check, uint8_t *win)
+{
+	const struct py_offsets *off = &proc->off;
+	uint64_t name, nhash = 0;
+
+	if (read_mem(pid, code, win, PYSIGHT_CODE_WINDOW) ||
+	    get_u64(win, PYSIGHT_CODE_WINDOW, 8) != proc->code_type_addr)
+		return -EFAULT;
+	name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
+	if (name)
+		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
+	if (pysight_code_check(name,
+			       get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename),
+			       get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno),
+			       get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname),
+			       nhash) != check)
+		return -ESTALE;
+	return 0;
+}
+
+static void sym_clear(struct pysym *sym)
+{
+	free(sym->qualname);
+	free(sym->filename);
+	free(sym->linetable);
+	memset(sym, 0, sizeof(*sym));
+}
+
+/*
+ * Read the code object, then what it points to, then the code object
+ * again: the target runs on, and a code object freed between the first
+ * read and the string reads lets its strings' memory go to other objects
+ * (seen: a function named right with a freed decoy's file name).  The
+ * second read proves the owner, and so its strings, lived throughout.
+ */
 static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
 		       uint32_t check, struct pysym *sym)
 {
 	const struct py_offsets *off = &proc->off;
-	uint8_t win[PYSIGHT_CODE_WINDOW];
-	uint64_t name, file, qual, table, nhash = 0;
-	uint32_t first;
+	uint8_t win[PYSIGHT_CODE_WINDOW], again[PYSIGHT_CODE_WINDOW];
+	uint64_t name, qual;
+	int err;
 
-	if (read_mem(pid, code, win, sizeof(win)) ||
-	    get_u64(win, sizeof(win), 8) != proc->code_type_addr)
-		return -EFAULT;
+	err = read_code(pid, proc, code, check, win);
+	if (err)
+		return err;
 	name = get_u64(win, sizeof(win), off->code_name);
-	file = get_u64(win, sizeof(win), off->code_filename);
 	qual = get_u64(win, sizeof(win), off->code_qualname);
-	table = get_u64(win, sizeof(win), off->code_linetable);
-	first = get_u32(win, sizeof(win), off->code_firstlineno);
-	if (name)
-		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
-	if (pysight_code_check(name, file, first, qual, nhash) != check)
-		return -ESTALE;
-
-	sym->qualname = read_str(pid, off, qual ? qual : name);
-	sym->filename = read_str(pid, off, file);
-	sym->firstlineno = (int)first;
+	sym->qualname = read_str(pid, proc, qual ? qual : name);
+	sym->filename = read_str(pid, proc,
+				 get_u64(win, sizeof(win), off->code_filename));
+	sym->firstlineno = (int)get_u32(win, sizeof(win), off->code_firstlineno);
 	if (!sym->qualname || !sym->filename ||
-	    read_bytes(pid, off, table, &sym->linetable, &sym->linetable_len)) {
-		free(sym->qualname);
-		free(sym->filename);
+	    read_bytes(pid, proc, get_u64(win, sizeof(win), off->code_linetable),
+		       &sym->linetable, &sym->linetable_len)) {
+		sym_clear(sym);
 		return -EFAULT;
 	}
-	return 0;
+	err = read_code(pid, proc, code, check, again);
+	if (!err && get_u64(win, sizeof(win), off->code_linetable) !=
+		    get_u64(again, sizeof(again), off->code_linetable))
+		err = -ESTALE;
+	if (err)
+		sym_clear(sym);
+	return err;
 }
 
 const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,

@@ -1,0 +1,134 @@
+"""Many threads, deep recursion, code objects freed and reused."""
+import os
+import re
+
+from conftest import Profile, assert_recorded, pct, python_frames, run_pysight
+
+RATE = 200
+
+
+def record(procs, staging, workdir, interp, workload, seconds, extra=()):
+    script = staging.script(interp, workload)
+    result = staging.result_file(interp)
+    out = os.path.join(workdir, workload.replace(".py", ".folded"))
+    run = run_pysight(procs, ["record", "-o", out, "-r", RATE] + list(extra) + ["--"]
+                      + interp.argv(script, seconds, result), timeout=90)
+    assert_recorded(run)
+    return Profile.load(out), staging.read_result(interp, result)
+
+
+THREAD_ROOT = re.compile(r"^thread (\d+)$")
+
+
+def test_threads50(interp, procs, staging, workdir):
+    prof, truth = record(procs, staging, workdir, interp, "threads50.py", 4, ["--threads"])
+    tids = {t["tid"] for t in truth["threads"]}
+    assert len(tids) == 50, "workload problem: %d distinct native ids" % len(tids)
+
+    roots = {frames[0].name for frames, _ in prof.stacks}
+    no_root = sorted(r for r in roots if not THREAD_ROOT.match(r))
+    assert not no_root, "%s: with --threads every stack must start with 'thread TID (NAME)'; " \
+        "found roots %s" % (interp.id, no_root[:5])
+
+    spin = prof.containing("spin_worker", "threads50.py")
+    seen = {}
+    for frames, count in spin.stacks:
+        tid = int(THREAD_ROOT.match(frames[0].name).group(1))
+        seen[tid] = seen.get(tid, 0) + count
+    strangers = sorted(set(seen) - tids)
+    assert not strangers, "%s: spin_worker samples attributed to tids %s that are not the " \
+        "workload's threads %s" % (interp.id, strangers, sorted(tids)[:5])
+    print("%s: spin_worker samples in %d of 50 threads, %d samples" % (
+        interp.id, len(seen), spin.total))
+    assert len(seen) >= 45, "%s: spin_worker seen in %d of 50 threads (need >= 45); " \
+        "samples per thread: %s" % (interp.id, len(seen), sorted(seen.values()))
+
+    leaf = spin.with_leaf("spin_worker")
+    hot = leaf.select(lambda f: python_frames(f)[-1].line == truth["hot_line"])
+    assert pct(hot.total, leaf.total) >= 80.0, "%s: spin_worker leaf on line %d in only " \
+        "%.1f%% of %d samples:\n%s" % (interp.id, truth["hot_line"],
+                                        pct(hot.total, leaf.total), leaf.total, leaf.top())
+
+
+def test_recursion_600(interp, procs, staging, workdir):
+    seconds = 2.5
+    prof, truth = record(procs, staging, workdir, interp, "recursion.py", seconds)
+    depth, lines = truth["depth"], truth["lines"]
+    leaf = prof.with_leaf("hot_leaf")
+    assert leaf.total >= 0.8 * seconds * RATE, "%s: %d samples in hot_leaf, expected about " \
+        "%.0f" % (interp.id, leaf.total, seconds * RATE)
+
+    def full(frames):
+        py = python_frames(frames)
+        names = [f.name for f in py]
+        return (names == ["<module>"] + ["recurse"] * depth + ["hot_leaf"]
+                and all(f.line == lines["call_recurse"] for f in py[1:depth])
+                and py[depth].line == lines["call_leaf"]
+                and py[-1].line == lines["hot_leaf"])
+
+    good = leaf.select(full)
+    depths = sorted({sum(1 for f in frames if f.name == "recurse") for frames, _ in leaf.stacks})
+    roots = sorted({frames[0].name for frames, _ in leaf.stacks})
+    assert pct(good.total, leaf.total) >= 80.0, (
+        "%s: only %d of %d hot_leaf samples show the whole stack <module>;recurse x%d;hot_leaf "
+        "with the right lines; recurse depths seen %s, root frames %s"
+        % (interp.id, good.total, leaf.total, depth, depths[-5:], roots[:5]))
+
+
+MAX_FRAMES = 1024   # PYSIGHT_MAX_FRAMES in bpf/pysight.h
+
+
+def test_recursion_truncated(interp, procs, staging, workdir):
+    """Deeper than the frame limit: the leaf end is kept, the root is marked."""
+    seconds = 2.0
+    script = staging.script(interp, "recursion.py")
+    result = staging.result_file(interp)
+    out = os.path.join(workdir, "deep.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", RATE, "--"]
+                      + interp.argv(script, seconds, result) + ["1500"], timeout=90)
+    assert_recorded(run)
+    prof, truth = Profile.load(out), staging.read_result(interp, result)
+    assert truth["depth"] == 1500
+    leaf = prof.with_leaf("hot_leaf")
+    assert leaf.total >= 0.8 * seconds * RATE, "%s: %d samples in hot_leaf" % (
+        interp.id, leaf.total)
+
+    def truncated(frames):
+        py = python_frames(frames)
+        return (frames[0].name == "[truncated]" and len(py) == MAX_FRAMES
+                and [f.name for f in py] == ["recurse"] * (MAX_FRAMES - 1) + ["hot_leaf"]
+                and py[-1].line == truth["lines"]["hot_leaf"])
+
+    good = leaf.select(truncated)
+    roots = sorted({frames[0].name for frames, _ in leaf.stacks})
+    assert pct(good.total, leaf.total) >= 95.0, (
+        "%s: %d of %d hot_leaf samples are '[truncated]' + %d frames ending in hot_leaf; "
+        "roots seen %s" % (interp.id, good.total, leaf.total, MAX_FRAMES, roots[:5]))
+
+
+def test_exec_code_reuse(interp, procs, staging, workdir):
+    seconds = 3.5
+    prof, truth = record(procs, staging, workdir, interp, "exec_loop.py", seconds)
+    measured, hot_lines = truth["seconds"], truth["hot_lines"]
+
+    generated = sorted(n for n in prof.names() if n.startswith("fn_"))
+    assert set(generated) <= {"fn_alpha", "fn_beta"}, (
+        "%s: generated names that never ran (or are garbled) appear: %s"
+        % (interp.id, [n for n in generated if n not in ("fn_alpha", "fn_beta")]))
+
+    subs = {n: prof.with_leaf(n) for n in ("fn_alpha", "fn_beta")}
+    total = sum(s.total for s in subs.values())
+    busy = sum(measured.values())
+    assert total >= 0.8 * busy * RATE, "%s: %d samples in the generated functions, " \
+        "expected about %.0f; the profile:\n%s" % (interp.id, total, busy * RATE, prof.top(12))
+    for name, sub in subs.items():
+        got, want = pct(sub.total, total), pct(measured[name], busy)
+        assert abs(got - want) <= 7.0, "%s: %s has %.1f%% of the samples, thread_time " \
+            "says %.1f%% (tolerance 7 points)" % (interp.id, name, got, want)
+        # file and line must belong to the same function as the name
+        right = sub.select(lambda f: python_frames(f)[-1].line == hot_lines[name]
+                           and (python_frames(f)[-1].file or "").endswith("<gen %s>" % name))
+        assert pct(right.total, sub.total) >= 80.0, (
+            "%s: only %.1f%% of %s samples read '%s (<gen %s>:%d)':\n%s"
+            % (interp.id, pct(right.total, sub.total), name, name, name, hot_lines[name],
+               sub.top()))
