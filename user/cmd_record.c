@@ -58,12 +58,11 @@ struct record {
 	char default_output[64];
 };
 
-static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exiting;	/* the last stop signal, or 0 */
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	exiting = 1;
+	exiting = sig;
 }
 
 enum {
@@ -514,6 +513,37 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/*
+ * Recording stopped (duration, signal) while the command runs on.  The
+ * profile is already written; pass a stop signal on to the command (a
+ * terminal's Ctrl-C reached it already, so SIGINT only if it lingers)
+ * and wait for it, so it never outlives us unseen.
+ */
+static void wait_command(struct record *r, int err)
+{
+	double start = now_s(), forwarded = 0;
+	int sig = err ? SIGTERM : exiting;
+
+	if (!err)
+		fprintf(stderr, "pysight: waiting for %s (pid %d) to exit\n",
+			r->o.command[0], r->child);
+	exiting = 0;
+	for (;;) {
+		if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
+			return;
+		if (exiting)
+			sig = exiting;
+		exiting = 0;
+		if (sig && (sig != SIGINT || now_s() - start > 1.0) &&
+		    now_s() - forwarded > 1.0) {
+			kill(r->child, sig);
+			forwarded = now_s();
+			sig = 0;
+		}
+		usleep(20000);
+	}
+}
+
 static const struct writer *pick_writer(struct record *r)
 {
 	time_t t = time(NULL);
@@ -592,11 +622,8 @@ cleanup:
 		close(go_fd);	/* the child sees EOF and exits */
 	if (err_fd >= 0)
 		close(err_fd);
-	if (r.child > 0 && !r.child_exited) {
-		if (err)
-			kill(r.child, SIGTERM);
-		waitpid(r.child, &r.child_status, 0);
-	}
+	if (r.child > 0 && !r.child_exited)
+		wait_command(&r, err);
 	sampler__destroy(r.sampler);
 	profile__free(r.prof);
 	symcache__free(r.syms);

@@ -212,6 +212,24 @@ out:
 	return ret;
 }
 
+/* An interpreter without _PyRuntime: too old, or stripped. */
+static int no_runtime(const char *path, char *err, size_t errlen, int ret)
+{
+	int major, minor;
+
+	if (!process__version_from_name(path, &major, &minor) &&
+	    (major != 3 || minor < MIN_MINOR)) {
+		snprintf(err, errlen,
+			 "Python %d.%d is not supported (3.%d or newer is)",
+			 major, minor, MIN_MINOR);
+		return -ENOTSUP;
+	}
+	snprintf(err, errlen,
+		 "stripped or unknown interpreter: no _PyRuntime symbol in %s",
+		 path);
+	return ret;
+}
+
 static int exe_identity(pid_t pid, char *exe, size_t len,
 			struct pyproc_info *info)
 {
@@ -273,26 +291,11 @@ int process__inspect(pid_t pid, struct pyproc_info *info, char *err,
 		ret = inspect_file(pid, &lib_map, false, info, err, errlen);
 		if (ret != -ENOENT)
 			return ret;
-		snprintf(err, errlen,
-			 "stripped or unknown interpreter: no _PyRuntime symbol in %s",
-			 lib_map.path);
-		return -ENOTSUP;
+		return no_runtime(lib_map.path, err, errlen, -ENOTSUP);
 	}
 	if (looks_like_python(exe)) {
-		int major, minor;
-
-		if (!process__version_from_name(exe, &major, &minor) &&
-		    (major != 3 || minor < MIN_MINOR)) {
-			snprintf(err, errlen,
-				 "Python %d.%d is not supported (3.%d or newer is)",
-				 major, minor, MIN_MINOR);
-			return -ENOTSUP;
-		}
 		/* the dynamic loader may not have mapped libpython yet */
-		snprintf(err, errlen,
-			 "stripped or unknown interpreter: no _PyRuntime symbol in %s",
-			 exe);
-		return -EAGAIN;
+		return no_runtime(exe, err, errlen, -EAGAIN);
 	}
 	snprintf(err, errlen, "%d is not a Python process (%s)", pid, exe);
 	return -ENOEXEC;

@@ -32,6 +32,7 @@ struct sampler {
 	sampler_event_fn fn;
 	void *ctx;
 	bool verbose;
+	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 };
 
 static bool verbose_print;
@@ -77,6 +78,10 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		s->window_ns = 20000000ULL;
 	s->rate_hz = opts->rate_hz /
 		     (1.0 - 0.5e9 / opts->rate_hz / (double)s->window_ns);
+	if (getenv("PYSIGHT_JITTER") && !strcmp(getenv("PYSIGHT_JITTER"), "0")) {
+		s->fixed_period = true;
+		s->rate_hz = opts->rate_hz;
+	}
 	s->skel = pysight_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
@@ -132,6 +137,8 @@ static double uniform(struct sampler *s, double lo, double hi)
  */
 static __u64 random_period(struct sampler *s)
 {
+	if (s->fixed_period)
+		return (__u64)(1e9 / s->rate_hz);
 	return (__u64)(1e9 / (s->rate_hz * uniform(s, 0.5, 1.5)));
 }
 
@@ -205,6 +212,8 @@ void sampler__jitter(struct sampler *s)
 	__u64 now = now_ns(), period;
 	int cpu;
 
+	if (s->fixed_period)
+		return;
 	for (cpu = 0; cpu < s->ncpus; cpu++) {
 		struct cpu_timer *t = &s->cpus[cpu];
 

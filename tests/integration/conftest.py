@@ -422,13 +422,16 @@ class RunResult:
     argv: List[str]
 
 
-def run_pysight(procs, args, timeout=120, user=None):
-    """Run `pysight ARGS` to completion (killed after timeout)."""
+def run_pysight(procs, args, timeout=120, user=None, env=None):
+    """Run `pysight ARGS` to completion (killed after timeout); env adds
+    variables to pysight's environment."""
     argv = [PYSIGHT] + [str(a) for a in args]
     if user:
         argv = user + argv
     t0 = time.monotonic()
-    proc = procs.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    full_env = dict(os.environ, **env) if env else None
+    proc = procs.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=full_env)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

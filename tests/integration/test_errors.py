@@ -1,5 +1,6 @@
 """Clear errors, and a -p target that exits while being recorded."""
 import os
+import signal
 import shutil
 import subprocess
 import time
@@ -102,3 +103,107 @@ def test_pid_exits_while_recording(procs, workdir):
     exact = sub.select(lambda f: [fr.name for fr in python_frames(f)]
                        == ["<module>", "about_to_exit_work"])
     assert exact.total >= 0.95 * sub.total, "wrong stacks:\n%s" % sub.top()
+
+
+def _pyenv_python(version_prefix):
+    from conftest import _pyenv_root
+    root = _pyenv_root()
+    if not root:
+        return None
+    versions = os.path.join(root, "versions")
+    for name in sorted(os.listdir(versions)) if os.path.isdir(versions) else []:
+        if name.startswith(version_prefix + "."):
+            exe = os.path.join(versions, name, "bin", "python" + version_prefix)
+            if os.path.exists(exe):
+                return exe
+    return None
+
+
+def _wait_started(proc):
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), "the target did not start: %r" % line
+
+
+SLEEPER = "import sys, time; print('ready', flush=True); time.sleep(30)"
+
+
+@pytest.mark.parametrize("version", ["3.7", "2.7"])
+def test_old_python_refused(version, procs, workdir):
+    exe = _pyenv_python(version)
+    if exe is None:
+        pytest.skip("no pyenv Python %s here" % version)
+    target = procs.start([exe, "-c", SLEEPER.replace("print(", "sys.stdout.write(")
+                          .replace(", flush=True)", " + '\\n'); sys.stdout.flush()")],
+                         stdout=subprocess.PIPE, text=True)
+    _wait_started(target)
+    out = os.path.join(workdir, "old.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-d", 2, "-p", target.pid], timeout=30)
+    assert_one_error(run, "Python %s is not supported" % version)
+    assert not os.path.exists(out), "no output file for a refused run"
+
+
+def test_stripped_interpreter_refused(procs, workdir):
+    """A libpython whose symbol tables are gone, as after sstrip: the
+    dynamic loader needs only program headers, so it still runs."""
+    exe = _pyenv_python("3.11")
+    if exe is None:
+        pytest.skip("no pyenv Python 3.11 (shared libpython) here")
+    libdir = os.path.join(os.path.dirname(os.path.dirname(exe)), "lib")
+    lib = os.path.join(libdir, "libpython3.11.so.1.0")
+    with open(lib, "rb") as f:
+        data = bytearray(f.read())
+    assert data[:5] == b"\x7fELF\x02", "not a 64-bit ELF: %s" % lib
+    # drop the section header table: e_shoff, e_shnum, e_shstrndx = 0
+    data[0x28:0x30] = bytes(8)
+    data[0x3c:0x40] = bytes(4)
+    patched = bytes(data)
+    copy_dir = os.path.join(workdir, "stripped")
+    os.mkdir(copy_dir)
+    with open(os.path.join(copy_dir, "libpython3.11.so.1.0"), "wb") as f:
+        f.write(patched)
+    env = dict(os.environ, LD_LIBRARY_PATH=copy_dir)
+    target = procs.start([exe, "-S", "-c", SLEEPER], stdout=subprocess.PIPE, text=True,
+                         env=env)
+    _wait_started(target)
+    with open("/proc/%d/maps" % target.pid) as f:
+        assert copy_dir in f.read(), "the target did not load the patched libpython"
+    out = os.path.join(workdir, "stripped.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-d", 2, "-p", target.pid], timeout=30)
+    assert_one_error(run, "stripped")
+    assert target.poll() is None, "pysight must not harm the process it refused"
+
+
+def test_kernel_without_btf(procs, workdir):
+    out = os.path.join(workdir, "nobtf.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-d", 1], timeout=30,
+                      env={"PYSIGHT_KERNEL_BTF": "/nonexistent/vmlinux"})
+    assert_one_error(run, "BTF")
+
+
+def test_command_that_cannot_run(procs, workdir):
+    out = os.path.join(workdir, "nocmd.folded")
+    run = run_pysight(procs, ["record", "-o", out, "--", "/nonexistent/python3"], timeout=30)
+    assert_one_error(run, "cannot run")
+    assert not os.path.exists(out)
+
+
+def test_sigterm_writes_profile(procs, workdir):
+    """SIGTERM stops recording, writes what was collected, stops the command."""
+    interp = next((i for i in INTERPRETERS if not i.chroot), None)
+    if interp is None:
+        pytest.skip("no host Python interpreter")
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "workloads", "exiting.py")
+    script = os.path.join(workdir, "exiting.py")
+    shutil.copy(here, script)
+    out = os.path.join(workdir, "term.folded")
+    rec = Recorder(procs, ["-o", out, "-r", 100, "--"] + interp.argv(script, 30))
+    rec.wait_sampling(timeout=10)
+    time.sleep(2)
+    rc = rec.stop(signal.SIGTERM, timeout=15)
+    assert rc == 0, "pysight exited %d on SIGTERM:\n%s" % (rc, rec.stderr)
+    prof = Profile.load(out)
+    sub = prof.containing("about_to_exit_work", "exiting.py")
+    assert sub.total >= 100, "%d samples in 2 s at 100 Hz:\n%s" % (sub.total, prof.top())
+    leftovers = [d for d in os.listdir(workdir) if d.startswith("term.folded.")]
+    assert not leftovers, "temporary files left: %s" % leftovers
