@@ -90,12 +90,16 @@ enum py_proc_state {
 	PY_PROC_IGNORED = 2,	/* not Python, or unsupported */
 };
 
+/* Code objects' checks may be cached: a uprobe on the interpreter's
+ * code dealloc drops each entry before its object is freed. */
+#define PY_PROC_F_CODE_CACHE	1
+
 /* Value of the per-pid and per-binary maps. */
 struct py_proc {
 	__u64 runtime_addr;	/* &_PyRuntime in the target */
 	__u64 code_type_addr;	/* &PyCode_Type in the target */
 	__u32 state;		/* enum py_proc_state */
-	__u32 pad;
+	__u32 flags;		/* PY_PROC_F_* */
 	struct py_offsets off;
 	/* user space only: type checks of what the symboliser reads */
 	__u64 unicode_type_addr;	/* &PyUnicode_Type */
@@ -106,6 +110,12 @@ struct py_proc {
 struct py_binary_key {
 	__u64 dev;		/* kernel dev_t: major << 20 | minor */
 	__u64 ino;
+};
+
+struct code_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
 };
 
 struct py_frame {
@@ -140,6 +150,8 @@ enum counter {
 	CNT_TSTATE_WALK,
 	CNT_NEW_PID,
 	CNT_BINARY_HIT,		/* new process configured from the binary map */
+	CNT_CODE_CACHE_HIT,
+	CNT_CODE_FREED,		/* code objects freed while cached */
 	CNT_STATUS_BASE,	/* + enum sample_status */
 	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
 };

@@ -414,6 +414,13 @@ static void summary(struct record *r, double secs, const char *path, int werr)
 		" (ring buffer full), %" PRIu64 " unknown frames\n",
 		total ? 100.0 * errs / total : 0.0,
 		c[CNT_RB_DROPS] + r->unknown_stacks, r->unknown_frames);
+	if (r->o.verbose)
+		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
+			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
+			", stale symbols %" PRIu64 "\n",
+			c[CNT_TSTATE_CACHE_HIT], c[CNT_TSTATE_WALK],
+			c[CNT_CODE_CACHE_HIT], c[CNT_CODE_FREED],
+			symcache__stale(r->syms));
 	why = registry__first_error(r->reg);
 	if (why)
 		fprintf(stderr, "pysight: some processes were skipped: %s\n", why);

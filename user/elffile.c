@@ -155,3 +155,90 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 	}
 	return -ENOENT;
 }
+
+static int sym_value(struct elf_file *ef, Elf_Scn *rela_scn, size_t index,
+		     uint64_t *value)
+{
+	GElf_Shdr sh;
+	Elf_Scn *symscn;
+	Elf_Data *data;
+	GElf_Sym sym;
+
+	if (!gelf_getshdr(rela_scn, &sh))
+		return -ENOENT;
+	symscn = elf_getscn(ef->elf, sh.sh_link);
+	data = symscn ? elf_getdata(symscn, NULL) : NULL;
+	if (!data || !gelf_getsym(data, (int)index, &sym) ||
+	    sym.st_shndx == SHN_UNDEF)
+		return -ENOENT;
+	*value = sym.st_value;
+	return 0;
+}
+
+static int find_rela(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Rela r;
+			uint64_t v;
+
+			if (!gelf_getrela(data, (int)i, &r) || r.r_offset != vaddr)
+				continue;
+			switch (GELF_R_TYPE(r.r_info)) {
+			case R_X86_64_RELATIVE:
+				*out = (uint64_t)r.r_addend;
+				return 0;
+			case R_X86_64_64:
+			case R_X86_64_GLOB_DAT:
+				if (sym_value(ef, scn, GELF_R_SYM(r.r_info), &v))
+					return -ENOENT;
+				*out = v + (uint64_t)r.r_addend;
+				return 0;
+			default:
+				return -ENOTSUP;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
+{
+	if (ef->ehdr.e_machine != EM_X86_64)
+		return -ENOTSUP;	/* other arches: relocation types differ */
+	if (ef->ehdr.e_type == ET_EXEC)
+		return elffile__read(ef, vaddr, out, sizeof(*out));
+	return find_rela(ef, vaddr, out);
+}
+
+int elffile__file_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
+{
+	size_t i, nphdr;
+
+	if (elf_getphdrnum(ef->elf, &nphdr))
+		return -ENOEXEC;
+	for (i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(ef->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*out = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -23,6 +23,13 @@ int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
  * -ENOENT when they are not in the file (e.g. .bss). */
 int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
 
+/* The pointer stored at vaddr once relocated, as an unrelocated address:
+ * the file bytes for ET_EXEC, the RELA addend (or symbol) for ET_DYN. */
+int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
+
+/* File offset of virtual address vaddr, through the PT_LOAD segments. */
+int elffile__file_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
+
 /* Virtual address of the first PT_LOAD segment, page aligned down. */
 uint64_t elffile__first_load(const struct elf_file *ef);
 

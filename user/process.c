@@ -96,17 +96,31 @@ static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
 	return 0;
 }
 
+/* Open the mapped file as the process sees it; path says how it was. */
 static int open_mapped(pid_t pid, const struct mapping *m,
-		       struct elf_file **ef)
+		       struct elf_file **ef, char *path, size_t len)
 {
-	char path[PATH_MAX + 64];
-
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-		 pid, m->start, m->end);
+	snprintf(path, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
+		 m->start, m->end);
 	if (!elffile__open(path, ef))
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+	snprintf(path, len, "/proc/%d/root%s", pid, m->path);
 	return elffile__open(path, ef);
+}
+
+/*
+ * Where code objects die: PyCode_Type.tp_dealloc.  A uprobe there lets
+ * BPF cache code objects safely.  0 when it cannot be found.
+ */
+static __u64 code_dealloc_offset(struct elf_file *ef, uint64_t code_type)
+{
+	const uint64_t tp_dealloc = 48;	/* after PyVarObject, tp_name, sizes */
+	uint64_t fn = 0, off = 0;
+
+	if (elffile__read_pointer(ef, code_type + tp_dealloc, &fn) || !fn ||
+	    elffile__file_offset(ef, fn, &off))
+		return 0;
+	return off;
 }
 
 /* Py_Version (3.11+) is a const in .rodata: its file bytes are the value. */
@@ -166,9 +180,11 @@ static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 {
 	uint64_t runtime, rsize, code_type, addr, bias = 0;
 	struct elf_file *ef;
+	struct stat st;
 	int ret;
 
-	ret = open_mapped(pid, m, &ef);
+	ret = open_mapped(pid, m, &ef, info->interp_open,
+			  sizeof(info->interp_open));
 	if (ret)
 		return -ENOENT;
 	if (elffile__symbol(ef, "_PyRuntime", &runtime, &rsize)) {
@@ -207,6 +223,11 @@ static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 		info->proc.bytes_type_addr = addr + bias;
 	info->proc.state = PY_PROC_PYTHON;
 	info->exe_reusable = is_exe && elffile__is_exec(ef);
+	info->code_free_offset = code_dealloc_offset(ef, code_type);
+	if (!stat(info->interp_open, &st)) {
+		info->interp_key.dev = process__kernel_dev(st.st_dev);
+		info->interp_key.ino = st.st_ino;
+	}
 out:
 	elffile__close(ef);
 	return ret;

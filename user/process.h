@@ -16,6 +16,9 @@ struct pyproc_info {
 	bool exe_reusable;		/* facts hold for any process of exe */
 	int major, minor, micro;
 	char interp_path[PATH_MAX];	/* file holding _PyRuntime, as mapped */
+	char interp_open[PATH_MAX + 64]; /* how to open it from here */
+	struct py_binary_key interp_key; /* its inode */
+	__u64 code_free_offset;		/* file offset of code_dealloc, or 0 */
 };
 
 /*

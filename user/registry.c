@@ -92,11 +92,18 @@ static void set_python(struct registry *r, struct entry *e,
 	e->p.state = PY_PROC_PYTHON;
 	e->p.proc = info->proc;
 	e->p.minor = info->minor;
+	/* cache code objects only once their deallocs are being watched */
+	if (!sampler__watch_code_free(r->sampler, &info->interp_key,
+				      info->interp_open, info->code_free_offset))
+		e->p.proc.flags |= PY_PROC_F_CODE_CACHE;
+	else if (r->verbose)
+		fprintf(stderr, "pysight: no code object cache for pid %d\n",
+			e->p.pid);
 	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
 	r->npython++;
-	sampler__set_proc(r->sampler, e->p.pid, &info->proc);
+	sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
 	if (info->exe_reusable)
-		sampler__set_binary(r->sampler, &info->exe_key, &info->proc);
+		sampler__set_binary(r->sampler, &info->exe_key, &e->p.proc);
 	if (r->verbose)
 		fprintf(stderr, "pysight: pid %d is Python 3.%d (%s)\n",
 			e->p.pid, info->minor, info->interp_path);

@@ -21,7 +21,16 @@ struct cpu_timer {
 	__u64 next_jitter_ns;
 };
 
+struct code_free_probe {
+	struct py_binary_key key;
+	struct bpf_link *link;	/* NULL: attaching failed, don't retry */
+};
+
+#define MAX_PROBES 64
+
 struct sampler {
+	struct code_free_probe probes[MAX_PROBES];
+	int nprobes;
 	struct pysight_bpf *skel;
 	struct ring_buffer *rb;
 	struct cpu_timer *cpus;
@@ -229,7 +238,13 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* samples of known stacks come without a wake-up: epoll does not
+	 * see them, so read the ring on every tick as well */
+	return ring_buffer__consume(s->rb);
 }
 
 int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
@@ -287,12 +302,34 @@ void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX])
 	free(vals);
 }
 
+int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
+			     const char *path, __u64 offset)
+{
+	struct code_free_probe *p;
+	int i;
+
+	for (i = 0; i < s->nprobes; i++)
+		if (!memcmp(&s->probes[i].key, key, sizeof(*key)))
+			return s->probes[i].link ? 0 : -ENOENT;
+	if (s->nprobes == MAX_PROBES || !offset)
+		return -ENOSPC;
+	p = &s->probes[s->nprobes++];
+	p->key = *key;
+	p->link = bpf_program__attach_uprobe(s->skel->progs.pysight_code_free,
+					     false, -1, path, offset);
+	if (!p->link)
+		return -errno;
+	return 0;
+}
+
 void sampler__destroy(struct sampler *s)
 {
 	int cpu;
 
 	if (!s)
 		return;
+	for (cpu = 0; cpu < s->nprobes; cpu++)
+		bpf_link__destroy(s->probes[cpu].link);
 	for (cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {
 		bpf_link__destroy(s->cpus[cpu].link);
 		if (s->cpus[cpu].fd >= 0)

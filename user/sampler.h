@@ -31,6 +31,9 @@ void sampler__jitter(struct sampler *s);
 int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
 			const struct py_proc *p);
+/* Report code_dealloc of this interpreter file to BPF (once per inode). */
+int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
+			     const char *path, __u64 offset);
 int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p);
 int sampler__add_target(struct sampler *s, pid_t pid);
 

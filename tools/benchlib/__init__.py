@@ -1,0 +1,1 @@
+"""Helpers of tools/bench: the profiler benchmark (docs/BENCHMARKS.md)."""

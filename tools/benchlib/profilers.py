@@ -1,0 +1,325 @@
+"""The profilers under test: how to start them, stop them and read their output.
+
+Rates mean what each tool means by them: pysight's -r is samples per second
+per CPU (each sample is the thread on that CPU); py-spy's -r and austin's
+interval are snapshots per second of the whole process (every thread).  For a
+single busy thread the two give the same number of samples.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from . import common
+from .common import LineReader, log
+
+VENV = os.path.join(common.REPO, ".output", "bench-venv")
+PYSIGHT = os.environ.get("PYSIGHT_BIN", os.path.join(common.REPO, ".output", "pysight"))
+PYSPY = os.path.join(VENV, "bin", "py-spy")
+AUSTIN = os.path.join(VENV, "bin", "austin")
+
+# austin-dist 4.x wheels need glibc 2.38; 3.7.0 is the newest that runs on
+# Debian 12 (glibc 2.36).  We install the newest that starts.
+AUSTIN_VERSIONS = ["austin-dist", "austin-dist==3.7.0", "austin-dist==3.6.0"]
+
+TOOLS = ["pysight", "py-spy", "py-spy-nb", "austin"]
+LABELS = {"none": "no profiler", "pysight": "pysight", "py-spy": "py-spy",
+          "py-spy-nb": "py-spy --nonblocking", "austin": "austin -s"}
+
+
+def _runs(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def ensure_tools(python):
+    """Build pysight if missing; create the venv with py-spy and austin."""
+    if not os.access(PYSIGHT, os.X_OK):
+        log("building pysight (make)")
+        subprocess.run(["make", "-C", common.REPO], check=True)
+    if not os.path.exists(os.path.join(VENV, "bin", "pip")):
+        log("creating %s" % VENV)
+        subprocess.run([python, "-m", "venv", VENV], check=True)
+    pip = os.path.join(VENV, "bin", "pip")
+    if not _runs([PYSPY, "--version"]):
+        log("pip install py-spy")
+        subprocess.run([pip, "install", "-q", "py-spy"], check=True)
+    if not _runs([AUSTIN, "--version"]):
+        for spec in AUSTIN_VERSIONS:
+            log("pip install %s" % spec)
+            subprocess.run([pip, "install", "-q", spec], check=False)
+            if _runs([AUSTIN, "--version"]):
+                break
+        else:
+            raise RuntimeError("no austin-dist release runs here")
+    return versions()
+
+
+def versions():
+    def first_line(argv):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            return None
+    return {"pysight": first_line([PYSIGHT, "--version"]),
+            "py-spy": first_line([PYSPY, "--version"]),
+            "austin": first_line([AUSTIN, "--version"])}
+
+
+# --------------------------------------------------------------------------
+# Running
+
+
+class Running:
+    """One profiler run: one process (pysight, host-wide or -p), or one per
+    target pid (py-spy and austin take a single pid)."""
+
+    def __init__(self, tool, procs, readers, out_files, argvs):
+        self.tool = tool
+        self.procs = procs
+        self.readers = readers
+        self.out_files = out_files
+        self.argvs = argvs
+        self.t_start = time.monotonic()
+        self.t_ready = None
+        self.results = []
+
+    def wait_ready(self, timeout=30):
+        for proc, reader in zip(self.procs, self.readers):
+            if self.tool == "pysight":
+                if not reader.wait_for(r"pysight: sampling", timeout):
+                    raise RuntimeError("pysight did not start:\n" + reader.text)
+            elif self.tool.startswith("py-spy"):
+                reader.wait_for(r"Sampling process", 3.0)
+            else:
+                time.sleep(0.3)  # austin says nothing when it attaches
+            if proc.poll() is not None:
+                raise RuntimeError("%s exited early:\n%s" % (self.tool, reader.text))
+        self.t_ready = time.monotonic()
+        return self.t_ready
+
+    def cpu_ns(self):
+        vals = [common.cpu_ns(p.pid) for p in self.procs]
+        return None if any(v is None for v in vals) else sum(vals)
+
+    def stop(self, sig=signal.SIGINT):
+        for p in self.procs:
+            if p.returncode is None and p.poll() is None:
+                try:
+                    p.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+
+    def wait(self, timeout=60):
+        """Wait for every process; returns [(rc, rusage)]."""
+        res = []
+        for p in self.procs:
+            res.append(common.wait_rusage(p, timeout))
+        for r in self.readers:
+            r.join()
+        self.results = res
+        return res
+
+    @property
+    def maxrss_kib(self):
+        vals = [ru.ru_maxrss for _, ru in self.results if ru is not None]
+        return max(vals) if vals else None
+
+    @property
+    def cpu_total_s(self):
+        vals = [ru.ru_utime + ru.ru_stime for _, ru in self.results if ru is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def stderr(self):
+        return "\n".join(r.text for r in self.readers)
+
+
+def _start(tool, argv, out):
+    proc = common.start(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                        errors="replace")
+    return proc, LineReader(proc.stderr)
+
+
+def attach(tool, pids, rate, outdir, tag, threads=False, duration=None):
+    """Start `tool` on running pids.  pids=None: pysight host-wide."""
+    procs, readers, outs, argvs = [], [], [], []
+    if tool == "pysight":
+        out = os.path.join(outdir, "%s.folded" % tag)
+        argv = [PYSIGHT, "record", "-r", rate, "-o", out]
+        for pid in pids or []:
+            argv += ["-p", pid]
+        if threads:
+            argv.append("--threads")
+        if duration:
+            argv += ["-d", duration]
+        p, r = _start(tool, argv, out)
+        procs, readers, outs, argvs = [p], [r], [out], [argv]
+    else:
+        for i, pid in enumerate(pids):
+            out = os.path.join(outdir, "%s-%d.%s" % (tag, i, "austin" if tool == "austin" else "raw"))
+            if tool == "austin":
+                argv = [AUSTIN, "-s", "-i", "%dus" % round(1e6 / rate), "-o", out, "-p", pid]
+                if duration:
+                    argv[1:1] = ["-x", str(max(1, round(duration)))]
+            else:
+                argv = [PYSPY, "record", "-r", rate, "-f", "raw", "-o", out, "-p", pid]
+                if tool == "py-spy-nb":
+                    argv.append("--nonblocking")
+                if threads:
+                    argv.append("--threads")
+                if duration:
+                    argv += ["-d", max(1, round(duration))]
+            p, r = _start(tool, argv, out)
+            procs.append(p)
+            readers.append(r)
+            outs.append(out)
+            argvs.append(argv)
+    return Running(tool, procs, readers, outs, [[str(a) for a in a_] for a_ in argvs])
+
+
+def launch_argv(tool, rate, out, command):
+    """argv that has `tool` start `command` and profile it to exit."""
+    if tool == "pysight":
+        return [PYSIGHT, "record", "-r", rate, "-o", out, "--"] + command
+    if tool == "austin":
+        return [AUSTIN, "-s", "-i", "%dus" % round(1e6 / rate), "-o", out] + command
+    argv = [PYSPY, "record", "-r", rate, "-f", "raw", "-o", out]
+    if tool == "py-spy-nb":
+        argv.append("--nonblocking")
+    return argv + ["--"] + command
+
+
+# --------------------------------------------------------------------------
+# Output
+
+
+def parse_pysight_summary(text):
+    """Numbers from pysight's summary on stderr."""
+    res = {}
+    m = re.search(r"pysight: ([\d.]+) s, (\d+) samples of Python processes \((\d+) processes, "
+                  r"(\d+) threads", text)
+    if m:
+        res.update(seconds=float(m.group(1)), samples=int(m.group(2)),
+                   processes=int(m.group(3)), threads=int(m.group(4)))
+    for m in re.finditer(r"pysight:\s{3}(\S.*?)\s+(\d+) \(([\d.]+)%\)", text):
+        res.setdefault("status", {})[m.group(1).strip()] = int(m.group(2))
+    m = re.search(r"errors ([\d.]+)%, lost (\d+) \(ring buffer full\), (\d+) unknown frames", text)
+    if m:
+        res.update(error_pct=float(m.group(1)), lost=int(m.group(2)),
+                   unknown_frames=int(m.group(3)))
+    m = re.search(r"wrote (\d+) stacks", text)
+    if m:
+        res["stacks"] = int(m.group(1))
+    return res
+
+
+def parse_pyspy_stderr(text):
+    res = {}
+    m = re.search(r"Samples: (\d+) Errors: (\d+)", text)
+    if m:
+        res.update(samples=int(m.group(1)), errors=int(m.group(2)))
+    return res
+
+
+def parse_austin_stderr(text):
+    res = {}
+    m = re.search(r"Error rate : \S*?(\d+)/(\d+)", text)
+    if m:
+        res.update(errors=int(m.group(1)), samples=int(m.group(2)))
+    return res
+
+
+_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
+
+
+def _folded_frame(text):
+    if text.startswith("[") and text.endswith("]"):
+        return (text, None, None)
+    m = _FRAME_RE.match(text)
+    if not m:
+        return (text, None, None)
+    return (m.group("name"), m.group("file"), int(m.group("line")) if m.group("line") else None)
+
+
+def parse_folded(path):
+    """[(frames root first, count, thread)] from a folded file (pysight, py-spy raw).
+    A root frame 'thread ...' (pysight --threads, py-spy --threads) becomes thread."""
+    stacks = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            stack, _, count = line.rpartition(" ")
+            if not count.isdigit():
+                continue
+            parts = stack.split(";")
+            thread = None
+            if parts and (parts[0].startswith("thread ") or parts[0].startswith("process ")):
+                while parts and (parts[0].startswith("thread ") or parts[0].startswith("process ")):
+                    if parts[0].startswith("thread "):
+                        thread = parts[0]
+                    parts = parts[1:]
+            stacks.append(([_folded_frame(p) for p in parts], int(count), thread))
+    return stacks
+
+
+def parse_austin(path):
+    """Austin's collapsed samples: P<pid>;T<iid>:<tid>;file:func:line;... metric.
+    Each line is one sample of one thread; a zero metric (idle) is left out."""
+    stacks = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            stack, _, metric = line.rpartition(" ")
+            try:
+                value = int(metric.split(",")[0])
+            except ValueError:
+                continue
+            if value <= 0:
+                continue
+            parts = stack.split(";")
+            thread = None
+            frames = []
+            for p in parts:
+                if re.match(r"^P\d+$", p):
+                    continue
+                if re.match(r"^T[^;]*$", p) and thread is None and not frames:
+                    thread = p
+                    continue
+                if p == ":INVALID:" or p.endswith(":INVALID:"):
+                    frames.append(("[invalid]", None, None))
+                    continue
+                bits = p.rsplit(":", 2)
+                if len(bits) == 3 and bits[2].isdigit():
+                    frames.append((bits[1], bits[0], int(bits[2])))
+                else:
+                    frames.append(("[" + p + "]", None, None))
+            stacks.append((frames, 1, thread))
+    return stacks
+
+
+def load(tool, path):
+    if not os.path.exists(path):
+        return []
+    if tool == "austin":
+        return parse_austin(path)
+    return parse_folded(path)
+
+
+def is_bad_frame(frame):
+    name = frame[0]
+    return (name.startswith("[") and frame[1] is None) or name in ("<unknown>", "INVALID")
+
+
+def short_name(name):
+    """Last component of a qualname: Beta.beta_work -> beta_work."""
+    return name if name.startswith("<") else name.rsplit(".", 1)[-1]

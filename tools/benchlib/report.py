@@ -1,0 +1,265 @@
+"""Markdown for docs/BENCHMARKS.md, and the targets check."""
+from .profilers import LABELS
+
+
+def _m(s, fmt="%.2f"):
+    """median (min to max) of a summarize() dict."""
+    if not s:
+        return "n/a"
+    if s["n"] == 1:
+        return fmt % s["median"]
+    return "%s (%s to %s)" % (fmt % s["median"], fmt % s["min"], fmt % s["max"])
+
+
+def _med(s):
+    return s["median"] if s else None
+
+
+def _mib(kib):
+    return "n/a" if kib is None else "%.1f MiB" % (kib / 1024.0)
+
+
+def _table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def _slowdown_md(sec, busy=False):
+    rows = []
+    for r in sec["table"]:
+        who = "%d process(es)" % 2 if busy else "%d thread%s" % (r["threads"], "s" if r["threads"] > 1 else "")
+        if r["tool"] == "none":
+            rows.append([who, LABELS["none"], "-", "%s units/s" % _m(r["throughput"], "%.0f"),
+                         "spread: %s" % _m(_pct(r.get("ratio")), "%+.1f%%"),
+                         "spread: %s" % _m(_pct(r.get("cpu_ratio")), "%+.1f%%"), "-", "-"])
+            continue
+        cpu = _m(r.get("sampler_cpu_pct"), "%.2f%%")
+        if busy and r.get("bpf_cpu_pct"):
+            cpu = "%s + BPF %s = %s" % (cpu, _m(r["bpf_cpu_pct"], "%.2f%%"),
+                                        _m(r["total_cpu_pct"], "%.2f%%"))
+        rows.append([who, LABELS[r["tool"]], "%d Hz" % r["rate"],
+                     "%s units/s" % _m(r["throughput"], "%.0f"),
+                     _m(r["slowdown_pct"], "%+.1f%%"), _m(r.get("slowdown_cpu_pct"), "%+.1f%%"),
+                     cpu, _m(r["samples"], "%.0f")])
+    return _table(["target", "profiler", "rate", "throughput (wall)", "slowdown (wall)",
+                   "slowdown (per target CPU s)", "sampler CPU (% of a core)", "samples"], rows)
+
+
+def _pct(s):
+    """A ratio summary (1.0 = the median) as +-% around it."""
+    if not s:
+        return None
+    return {k: (100 * (v - 1) if k != "n" else v) for k, v in s.items()}
+
+
+def markdown(res):
+    meta = res["meta"]
+    L = []
+    L.append("### Run of %s" % meta["date"])
+    L.append("")
+    L.append("Command: `%s`  " % meta["command"])
+    f = meta["machine"]
+    L.append("Machine: %s CPUs, %s, kernel %s, %s MiB RAM, load average %s at the start.  "
+             % (f.get("nproc"), f.get("cpu"), f.get("kernel"), f.get("mem_mib"),
+                " ".join(f.get("loadavg_at_start", []))))
+    L.append("Target interpreter: `%s` (%s).  Tools: %s.  Rounds: %d; wall time %.1f min."
+             % (meta["python"], meta["python_version"],
+                ", ".join("%s" % v for v in meta["versions"].values()), meta["rounds"],
+                meta.get("elapsed_s", 0) / 60.0))
+    L.append("")
+    s = res.get("slowdown")
+    if s:
+        L.append("#### 1. Target slowdown (throughput.py, one process)")
+        L.append("")
+        L.append("Median over rounds (min to max); slowdown is 1 - throughput / throughput of "
+                 "'none' in the same round.  Sampler CPU is the profiler process's own CPU "
+                 "(all its threads) per second; pysight's BPF time runs in the target's "
+                 "context and shows up as slowdown instead (see 2).")
+        L.append("")
+        L.append(_slowdown_md(s))
+        L.append("")
+    s = res.get("busy")
+    if s:
+        L.append("#### 2a. Both CPUs busy: two single-threaded processes, bpf_stats on")
+        L.append("")
+        L.append("Every profiler covers both processes (py-spy and austin take one pid: two "
+                 "instances, CPU summed).  pysight's cost is its process plus the BPF "
+                 "program's run time (bpf_stats), as % of one core.")
+        L.append("")
+        L.append(_slowdown_md(s, busy=True))
+        L.append("")
+    s = res.get("bpf_cost")
+    if s:
+        L.append("#### 2b. BPF run time per sample (%d Hz, two busy targets, `-p`)" % s["rate"])
+        L.append("")
+        L.append("`run_time_ns / run_cnt` of `pysight_on_cpu` over %.0f s windows.  The early "
+                 "return (a task that is not a target) costs %s ns per run; ns/sample "
+                 "subtracts that from the runs that were not samples of a target."
+                 % (s["seconds"], _m(s["early_return"]["ns_per_run"], "%.0f")))
+        L.append("")
+        rows = [[r["case"], _m(r["ns_per_sample"], "%.0f"), _m(r["ns_per_run"], "%.0f"),
+                 _m(r["run_cnt"], "%.0f"), _m(r["samples"], "%.0f")] for r in s["rows"]]
+        L.append(_table(["stack", "ns per sample", "ns per run", "runs", "samples"], rows))
+        L.append("")
+    s = res.get("sustain")
+    if s:
+        L.append("#### 2c. Sustainable rate (two busy targets, `-p`, %.0f s)" % s["seconds"])
+        L.append("")
+        rows = [[r["workload"], "%d Hz" % r["rate"], r["samples"], "%.0f" % r["expected"],
+                 r["lost"], r.get("stacks"), "yes" if r["sustained"] else "no"]
+                for r in s["rows"]]
+        L.append(_table(["workload", "rate per CPU", "samples", "expected (rate x target CPU s)",
+                         "lost", "stacks written", "sustained"], rows))
+        L.append("")
+    s = res.get("accuracy")
+    if s:
+        L.append("#### 3. Accuracy against thread_time (%d Hz, %.0f s of CPU each, launched by "
+                 "the profiler)" % (s["rate"], s["seconds"]))
+        L.append("")
+        L.append("Error: the largest gap, in percentage points, between a function's share of "
+                 "the samples and its share of thread_time.  Complete: samples whose stack is "
+                 "exactly the expected one (every frame named, root to leaf), over all samples "
+                 "in the hot functions plus failed, partial or lost samples.  Leaf line: "
+                 "samples on the hot loop's line.  deep = the ratio workload %d frames down."
+                 % s["deep"])
+        L.append("")
+        rows = [[r["workload"], LABELS[r["tool"]], _m(r["error_pp"]), _m(r["complete_pct"]),
+                 _m(r["leaf_line_pct"], "%.1f"), _m(r["samples"], "%.0f")] for r in s["table"]]
+        L.append(_table(["workload", "profiler", "error (points)", "complete %", "leaf line %",
+                         "samples"], rows))
+        L.append("")
+    s = res.get("scale")
+    if s:
+        L.append("#### 4. Scale")
+        L.append("")
+        mp = s.get("many_procs", {})
+        if "error" in mp:
+            L.append("Many processes: FAILED: %s" % mp["error"])
+        elif mp:
+            L.append("%d Python processes (each 1 ms of CPU every 200 ms), pysight host-wide at "
+                     "100 Hz: attached (\"sampling\") %.2f s after launch, first sample "
+                     "(the BPF sample counter > 0) %s s after launch; %s Python processes known "
+                     "at the end; peak RSS %s; %s samples, %s stacks."
+                     % (mp["processes_started"], mp["startup_to_attached_s"],
+                        "%.2f" % mp["startup_to_first_sample_s"]
+                        if mp.get("startup_to_first_sample_s") is not None else "n/a",
+                        mp.get("python_processes_known"), _mib(mp.get("maxrss_kib")),
+                        mp.get("samples"), mp.get("stacks")))
+            L.append("")
+            if mp.get("maps"):
+                L.append(_table(["map", "type", "max entries", "entries in use", "memlock"],
+                                [[m["name"], m["type"], m["max_entries"], m.get("entries", ""),
+                                  "%.1f KiB" % (m["bytes_memlock"] / 1024.0)
+                                  if m.get("bytes_memlock") else ""] for m in mp["maps"]]))
+                L.append("")
+        for key, title in (("threads", "one process with %s threads all spinning"),
+                           ("deep", "one thread %s frames deep")):
+            t = s.get(key)
+            if not t or "error" in t:
+                continue
+            L.append("%s, %d Hz, %.0f s:" % (title % t.get("threads", t.get("depth")), t["rate"],
+                                             t["seconds"]))
+            L.append("")
+            rows = []
+            for r in t["rows"]:
+                if "error" in r:
+                    rows.append([LABELS[r["tool"]], "FAILED: " + r["error"][:60], "", "", "", ""])
+                    continue
+                rows.append([LABELS[r["tool"]], r.get("samples") or r.get("samples_written"),
+                             "%.1f%%" % r["complete_pct"] if r.get("complete_pct") is not None else "n/a",
+                             r.get("threads_seen") if key == "threads" else "-",
+                             "%.1f%%" % r["sampler_cpu_pct"] if r.get("sampler_cpu_pct") is not None else "n/a",
+                             _mib(r.get("maxrss_kib"))])
+            L.append(_table(["profiler", "samples", "complete", "threads seen", "sampler CPU",
+                             "peak RSS"], rows))
+            L.append("")
+        st = s.get("stacks")
+        if st and "error" not in st:
+            L.append("Distinct stacks: two processes making a new stack on nearly every sample, "
+                     "pysight `-p` at %d Hz for %.0f s: %s distinct stacks written, %s samples, "
+                     "%s lost, peak RSS %s."
+                     % (st["rate"], st["seconds"], st.get("distinct_stacks"), st.get("samples"),
+                        st.get("lost"), _mib(st.get("maxrss_kib"))))
+            L.append("")
+    L.append("#### 5. Off-CPU tracing cost")
+    L.append("")
+    L.append("Not yet available: pysight has no wall-clock (off-CPU) mode yet.")
+    L.append("")
+    L.append("#### Targets")
+    L.append("")
+    L.append(_table(["target", "measured", "met"], [[t, m, ok] for t, m, ok in targets(res)]))
+    L.append("")
+    return "\n".join(L)
+
+
+def _row(sec, **kw):
+    for r in (sec or {}).get("table", []):
+        if all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def _yes(ok):
+    return "n/a" if ok is None else ("yes" if ok else "**no**")
+
+
+def targets(res):
+    out = []
+    sd = res.get("slowdown")
+    for rate, limit in ((100, 0.5), (1000, 3.0)):
+        for threads in (1, 8):
+            r = _row(sd, threads=threads, tool="pysight", rate=rate)
+            if not r or not r.get("slowdown_pct"):
+                continue
+            mine = _med(r["slowdown_pct"])
+            others = {t: _med((_row(sd, threads=threads, tool=t, rate=rate) or {}).get("slowdown_pct"))
+                      for t in ("py-spy", "py-spy-nb", "austin")}
+            below = all(v is None or mine < v for v in others.values())
+            out.append(["slowdown at %d Hz <= %.1f%%, %d thread(s), below py-spy's and austin's"
+                        % (rate, limit, threads),
+                        "%+.2f%% (py-spy %s, --nonblocking %s, austin %s)"
+                        % (mine, *["n/a" if v is None else "%+.2f%%" % v for v in others.values()]),
+                        _yes(mine <= limit and below)])
+    bc = res.get("bpf_cost")
+    if bc:
+        for case, limit in (("depth 5", 1000), ("depth 50", 3000)):
+            r = [x for x in bc["rows"] if x["case"] == case]
+            if r and r[0]["ns_per_sample"]:
+                v = _med(r[0]["ns_per_sample"])
+                out.append(["BPF <= %.0f us per sample at %s frames" % (limit / 1000, case.split()[1]),
+                            "%.2f us" % (v / 1000), _yes(v <= limit)])
+    b = res.get("busy")
+    r = _row(b, tool="pysight", rate=100)
+    if r:
+        tot = r.get("total_cpu_pct") or r.get("sampler_cpu_pct")
+        if tot:
+            out.append(["sampler CPU <= 1% of a core at 100 Hz, both CPUs busy (process + BPF)",
+                        "%.2f%%" % _med(tot), _yes(_med(tot) <= 1.0)])
+    acc = res.get("accuracy")
+    if acc:
+        r = _row(acc, workload="ratio", tool="pysight")
+        if r and r.get("error_pp"):
+            out.append(["ground-truth error <= 1 point at 5000 samples (ratio workload)",
+                        "%.2f points at %.0f samples" % (_med(r["error_pp"]), _med(r["samples"])),
+                        _yes(_med(r["error_pp"]) <= 1.0)])
+        for w in ("ratio", "threads50", "deep"):
+            r = _row(acc, workload=w, tool="pysight")
+            if r and r.get("complete_pct"):
+                out.append([">= 99.5%% of samples complete (%s)" % w,
+                            "%.2f%%" % _med(r["complete_pct"]), _yes(_med(r["complete_pct"]) >= 99.5)])
+    sc = res.get("scale") or {}
+    mp = sc.get("many_procs") or {}
+    if mp.get("startup_to_first_sample_s") is not None:
+        v = mp["startup_to_first_sample_s"]
+        out.append(["startup to first sample < 1 s (%d processes)" % mp["processes_started"],
+                    "%.2f s" % v, _yes(v < 1.0)])
+    st = sc.get("stacks") or {}
+    if st.get("maxrss_kib"):
+        ok = st["maxrss_kib"] < 64 * 1024
+        n = st.get("distinct_stacks") or 0
+        out.append(["RSS < 64 MiB with 100k distinct stacks",
+                    "%s with %d distinct stacks" % (_mib(st["maxrss_kib"]), n),
+                    _yes(ok) if n >= 100000 else _yes(ok) + " (only %d stacks)" % n])
+    return out
