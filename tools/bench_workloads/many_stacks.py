@@ -4,8 +4,8 @@ usage: many_stacks.py SECONDS [NFUNCS]
 
 NFUNCS functions gen_0 ... gen_N are compiled with exec (each in its own
 pseudo-file).  Each call picks the next function at random and calls it from
-one of four lines, until a random depth of 4 to 24, where a short loop of
-about 50 us runs.  Nearly every sample lands on a stack never seen before,
+one of four lines, until a random depth of 4 to 19, where a loop of about
+25 us runs.  Nearly every sample lands on a stack never seen before,
 which is the sampler's worst case (every stack travels to user space with
 its frames) and fills its maps.  Prints "ready PID".
 """
@@ -17,7 +17,7 @@ import time
 TEMPLATE = '''def gen_{k}(path, i):
     if i == len(path):
         x = 0
-        for j in range(120): x += j * j
+        for j in range(500): x += j * j
         return x
     nxt, site = path[i]
     if site == 0:
@@ -46,7 +46,10 @@ def run(seconds, nfuncs):
     n = 0
     while time.monotonic() < end:
         for _ in range(50):
-            path = [(rng.randrange(nfuncs), rng.randrange(4)) for _ in range(rng.randrange(4, 25))]
+            # one C call for the randomness: the time goes to the gen_ frames
+            b = rng.getrandbits(256)
+            path = [((b >> (10 * k + 4)) % nfuncs, (b >> (10 * k + 12)) & 3)
+                    for k in range(4 + (b & 15))]
             funcs[path[0][0]](path, 1)
             n += 1
     return n
@@ -54,6 +57,6 @@ def run(seconds, nfuncs):
 
 if __name__ == "__main__":
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
-    nfuncs = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    nfuncs = int(sys.argv[2]) if len(sys.argv) > 2 else 256
     print("ready %d" % os.getpid(), flush=True)
     print("calls %d" % run(seconds, nfuncs), flush=True)

@@ -11,7 +11,8 @@ over the kernels and count them.
 Prints "ready PID" (flushed), then waits for one line on stdin, so that a
 profiler can attach first.  Then it runs for SECONDS; the units completed
 after WARMUP seconds are the throughput.  Prints one JSON line:
-{"units": N, "window": SECONDS_MEASURED, "rate": N/window, "cpu": ...}.
+{"units": N, "window": SECONDS_MEASURED, "rate": N/window, "cpu": ...}, and
+exits at the next line on stdin (or its end).
 """
 import json
 import os
@@ -147,3 +148,4 @@ if __name__ == "__main__":
     print("ready %d" % os.getpid(), flush=True)
     sys.stdin.readline()
     print(json.dumps(main(seconds, nthreads, warmup)), flush=True)
+    sys.stdin.readline()  # stay until told, so a profiler's CPU can be read while we live

@@ -145,13 +145,16 @@ def start_ready(argv, timeout=60, stdin=subprocess.DEVNULL):
 # /proc
 
 
-def cpu_ns(pid):
-    """CPU time (user+system) of every live thread of pid, in ns, from
-    schedstat (ns resolution); 0 if it is gone."""
+def cpu_reading(pid):
+    """(tids, schedstat ns summed over live threads, utime+stime ns from
+    /proc/PID/stat) of pid, or None if it is gone."""
     total = 0
     try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-    except OSError:
+        tasks = frozenset(os.listdir("/proc/%d/task" % pid))
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        stat_ns = (int(fields[11]) + int(fields[12])) * 1e9 / CLK_TCK
+    except (OSError, ValueError, IndexError):
         return None
     for tid in tasks:
         try:
@@ -159,7 +162,25 @@ def cpu_ns(pid):
                 total += int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
             pass
-    return total
+    return tasks, total, stat_ns
+
+
+def cpu_delta_ns(r0, r1):
+    """CPU ns between two cpu_reading()s: schedstat (ns resolution) when the
+    same threads were there both times, else /proc/PID/stat (10 ms ticks,
+    but it keeps the time of threads that exited)."""
+    if r0 is None or r1 is None:
+        return None
+    if r0[0] == r1[0]:
+        return r1[1] - r0[1]
+    return r1[2] - r0[2]
+
+
+def cpu_ns(pid):
+    """CPU time (user+system) of every live thread of pid, in ns, from
+    schedstat; None if it is gone."""
+    r = cpu_reading(pid)
+    return None if r is None else r[1]
 
 
 def vm_hwm_kib(pid):

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from . import common
@@ -88,6 +89,21 @@ class Running:
         self.t_start = time.monotonic()
         self.t_ready = None
         self.results = []
+        self.hwm_kib = [0] * len(procs)
+        self._hwm_stop = threading.Event()
+        self._hwm = threading.Thread(target=self._poll_hwm, daemon=True)
+        self._hwm.start()
+
+    def _poll_hwm(self):
+        """Peak RSS: VmHWM, polled (wait4's ru_maxrss would count the RSS
+        of the process that forked it)."""
+        while True:
+            for i, p in enumerate(self.procs):
+                v = common.vm_hwm_kib(p.pid) if p.returncode is None else None
+                if v and v > self.hwm_kib[i]:
+                    self.hwm_kib[i] = v
+            if self._hwm_stop.wait(0.05):
+                return
 
     def wait_ready(self, timeout=30):
         for proc, reader in zip(self.procs, self.readers):
@@ -103,8 +119,12 @@ class Running:
         self.t_ready = time.monotonic()
         return self.t_ready
 
-    def cpu_ns(self):
-        vals = [common.cpu_ns(p.pid) for p in self.procs]
+    def cpu_reading(self):
+        return [common.cpu_reading(p.pid) for p in self.procs]
+
+    @staticmethod
+    def cpu_delta_ns(r0, r1):
+        vals = [common.cpu_delta_ns(a, b) for a, b in zip(r0, r1)]
         return None if any(v is None for v in vals) else sum(vals)
 
     def stop(self, sig=signal.SIGINT):
@@ -120,6 +140,8 @@ class Running:
         res = []
         for p in self.procs:
             res.append(common.wait_rusage(p, timeout))
+        self._hwm_stop.set()
+        self._hwm.join(5)
         for r in self.readers:
             r.join()
         self.results = res
@@ -127,8 +149,8 @@ class Running:
 
     @property
     def maxrss_kib(self):
-        vals = [ru.ru_maxrss for _, ru in self.results if ru is not None]
-        return max(vals) if vals else None
+        """Peak RSS of the largest of our profiler processes (VmHWM)."""
+        return max(self.hwm_kib) or None
 
     @property
     def cpu_total_s(self):

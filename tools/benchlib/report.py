@@ -126,9 +126,10 @@ def markdown(res):
                  % s["deep"])
         L.append("")
         rows = [[r["workload"], LABELS[r["tool"]], _m(r["error_pp"]), _m(r["complete_pct"]),
-                 _m(r["leaf_line_pct"], "%.1f"), _m(r["samples"], "%.0f")] for r in s["table"]]
+                 _m(r["leaf_line_pct"], "%.1f"), _m(r["samples"], "%.0f"),
+                 _m(r.get("wall_per_cpu"), "%.1f")] for r in s["table"]]
         L.append(_table(["workload", "profiler", "error (points)", "complete %", "leaf line %",
-                         "samples"], rows))
+                         "samples", "run wall s / workload CPU s"], rows))
         L.append("")
     s = res.get("scale")
     if s:

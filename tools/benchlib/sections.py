@@ -59,7 +59,7 @@ def throughput_run(ctx, tool, rate, threads, nproc, seconds, warmup, bpf=False):
         if tool == "pysight" and bpf:
             progs, maps = common.prog_ids_for(run.procs[0].pid)
             st0 = common.prog_stats(progs)
-        cpu0 = run.cpu_ns() if run else None
+        cpu0 = run.cpu_reading() if run else None
         t0 = time.monotonic()
         for p, _ in wls:
             p.stdin.write("go\n")
@@ -71,13 +71,16 @@ def throughput_run(ctx, tool, rate, threads, nproc, seconds, warmup, bpf=False):
                 raise RuntimeError("throughput workload gave no result")
             outs.append(json.loads(m.group(1)))
         t1 = time.monotonic()
-        cpu1 = run.cpu_ns() if run else None
+        cpu1 = run.cpu_reading() if run else None
         if progs:
             st1 = common.prog_stats(progs)
             on_cpu = [i for i in st1 if st1[i]["name"] == "pysight_on_cpu" and i in st0]
             res["bpf_run_time_ns"] = sum(st1[i]["run_time_ns"] - st0[i]["run_time_ns"] for i in on_cpu)
             res["bpf_run_cnt"] = sum(st1[i]["run_cnt"] - st0[i]["run_cnt"] for i in on_cpu)
             res["bpf_cpu"] = res["bpf_run_time_ns"] / 1e9 / (t1 - t0)
+        for p, _ in wls:  # they wait for this to exit, so the readings above saw them alive
+            p.stdin.write("exit\n")
+            p.stdin.close()
         for p, _ in wls:
             p.wait(timeout=30)
         res["rates"] = [o["rate"] for o in outs]
@@ -88,8 +91,9 @@ def throughput_run(ctx, tool, rate, threads, nproc, seconds, warmup, bpf=False):
         # cache misses) but not the time py-spy keeps it stopped
         res["units_per_cpu_s"] = sum(o["units"] for o in outs) / res["workload_cpu"]
         if run:
-            if cpu0 is not None and cpu1 is not None:
-                res["sampler_cpu"] = (cpu1 - cpu0) / 1e9 / (t1 - t0)
+            d = run.cpu_delta_ns(cpu0, cpu1)
+            if d is not None:
+                res["sampler_cpu"] = d / 1e9 / (t1 - t0)
             run.wait(30)
             res["sampler_cpu_total_s"] = run.cpu_total_s
             res["maxrss_kib"] = run.maxrss_kib
@@ -111,11 +115,12 @@ def _tool_summary(run):
         s = profilers.parse_pysight_summary(text)
         return {"samples": s.get("samples"), "lost": s.get("lost"), "summary": s}
     if run.tool.startswith("py-spy"):
+        # py-spy prints its "Samples: N Errors: N" only to a terminal
         vals = [profilers.parse_pyspy_stderr(r.text) for r in run.readers]
     else:
         vals = [profilers.parse_austin_stderr(r.text) for r in run.readers]
-    return {"samples": sum(v.get("samples", 0) for v in vals),
-            "errors": sum(v.get("errors", 0) for v in vals)}
+    written = sum(c for f in run.out_files for _, c, _ in profilers.load(run.tool, f))
+    return {"samples": written, "errors": sum(v.get("errors", 0) for v in vals)}
 
 
 def _slowdown_rounds(ctx, key, rounds, threads_list, nproc, rates, seconds, warmup, bpf):
@@ -316,14 +321,17 @@ def section_sustain(ctx):
             try:
                 run = profilers.attach("pysight", pids, rate, ctx.outdir, ctx.tag("sustain"),
                                        duration=secs)
-                run.wait_ready()
+                t0 = run.wait_ready()
                 c0 = sum(common.cpu_ns(p) or 0 for p in pids)
                 run.wait(secs + 60)
                 c1 = sum(common.cpu_ns(p) or 0 for p in pids)
+                t1 = time.monotonic()
             finally:
                 _kill(busy)
             s = profilers.parse_pysight_summary(run.stderr)
-            expected = rate * (c1 - c0) / 1e9
+            # rate x CPU seconds the targets ran while pysight sampled
+            busy = (c1 - c0) / 1e9 / (t1 - t0)
+            expected = rate * busy * s.get("seconds", secs)
             row = {"workload": name, "rate": rate, "samples": s.get("samples"),
                    "expected": expected, "lost": s.get("lost"), "stacks": s.get("stacks"),
                    "status": s.get("status"), "maxrss_kib": run.maxrss_kib,
@@ -416,13 +424,16 @@ def accuracy_run(ctx, tool, workload, seconds, rate):
     elif workload == "threads50":
         cmd = [ctx.python, ctx.wl("threads_ratio.py"), seconds, result, 50]
     else:
-        cmd = [ctx.python, ctx.wl("deep_ratio.py"), seconds, result, ctx.args.deep]
+        # py-spy's blocking mode slows a 600-frame stack ~30x: stop at 5x
+        cmd = [ctx.python, ctx.wl("deep_ratio.py"), seconds, result, ctx.args.deep, seconds * 5]
     cmd = [str(c) for c in cmd]
     out = os.path.join(ctx.outdir, tag + (".austin" if tool == "austin" else ".folded"))
     argv = [str(a) for a in profilers.launch_argv(tool, rate, out, cmd)]
     proc = common.start(argv, stderr=subprocess.PIPE, text=True, errors="replace")
     reader = common.LineReader(proc.stderr)
-    rc, ru = common.wait_rusage(proc, seconds * 3 + 60)
+    t0 = time.monotonic()
+    rc, ru = common.wait_rusage(proc, seconds * 8 + 60)
+    wall = time.monotonic() - t0
     reader.join()
     if not os.path.exists(result):
         raise RuntimeError("%s: workload wrote no result (rc %s):\n%s" % (tool, rc, reader.text[-2000:]))
@@ -444,7 +455,7 @@ def accuracy_run(ctx, tool, workload, seconds, rate):
         extra = s
     ev = evaluate(stacks, workload, truth, errors)
     ev.update(tool=tool, workload=workload, rc=rc, tool_errors=errors, tool_report=extra,
-              maxrss_kib=ru.ru_maxrss if ru else None)
+              wall_s=wall, cpu_s=sum(truth["seconds"].values()))
     return ev
 
 
@@ -476,7 +487,9 @@ def section_accuracy(ctx):
                           "error_pp": summarize([r["error_pp"] for r in rs]),
                           "complete_pct": summarize([r["complete_pct"] for r in rs]),
                           "leaf_line_pct": summarize([r["leaf_line_pct"] for r in rs]),
-                          "samples": summarize([r["samples"] for r in rs])})
+                          "samples": summarize([r["samples"] for r in rs]),
+                          "wall_per_cpu": summarize([r["wall_s"] / r["cpu_s"] for r in rs
+                                                     if r.get("cpu_s")])})
     return {"rate": rate, "seconds": seconds, "deep": ctx.args.deep, "runs": runs, "table": table}
 
 
@@ -560,9 +573,9 @@ def _attached_run(ctx, tool, script, wargs, rate, secs, threads, check):
         run = profilers.attach(tool, [wl[0].pid], rate, ctx.outdir, ctx.tag(script[:-3] + "-" + tool),
                                threads=threads)
         t_ready = run.wait_ready(60)
-        c0 = run.cpu_ns()
+        c0 = run.cpu_reading()
         time.sleep(secs)
-        c1 = run.cpu_ns()
+        c1 = run.cpu_reading()
         t1 = time.monotonic()
         run.stop()
         run.wait(60)
@@ -577,7 +590,8 @@ def _attached_run(ctx, tool, script, wargs, rate, secs, threads, check):
                and check([profilers.short_name(fr[0]) for fr in frames]))
     summ = _tool_summary(run)
     row = {"tool": tool, "samples_written": total, "complete": good,
-           "sampler_cpu_pct": 100 * (c1 - c0) / 1e9 / (t1 - t_ready) if c0 is not None and c1 is not None else None,
+           "sampler_cpu_pct": (100 * run.cpu_delta_ns(c0, c1) / 1e9 / (t1 - t_ready)
+                               if run.cpu_delta_ns(c0, c1) is not None else None),
            "maxrss_kib": run.maxrss_kib, "attach_s": t_ready - t0,
            "threads_seen": len({t for _, _, t in stacks if t})}
     row.update({k: v for k, v in summ.items() if k != "summary"})
