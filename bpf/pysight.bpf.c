@@ -608,10 +608,12 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	struct py_proc *proc;
 	struct sample_buf *b;
 
-	if (!wanted(tgid))
+	/* a Python entry implies a wanted pid: every path that makes one
+	 * (user space, exec, fork) checked already, so look it up first */
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!proc && !wanted(tgid))
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task_btf();
-	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc)
 		proc = discover(task, tgid, tid);
 	if (!proc || proc->state != PY_PROC_PYTHON)
