@@ -82,8 +82,11 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h
 unit: $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done
 
+# A chroot that cannot be built (sid is unstable) costs its interpreters,
+# not the run: the suite still needs four minors from what is there.
 pythons:
-	$(Q)tools/pythons $(CACHE)/chroots
+	$(Q)tools/pythons $(CACHE)/chroots || \
+		echo "  WARNING  some Debian chroots could not be built; testing without them"
 
 $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(call msg,VENV,$@)
