@@ -37,7 +37,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration clean pythons
+.PHONY: all deps demo test unit integration clean pythons fuzz
 
 all: $(OUTPUT)/pysight
 
@@ -106,6 +106,17 @@ test: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tools/demo
+
+# Not part of the test run: coverage-guided fuzzing of the parsers of
+# target memory, for as long as FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+$(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $^ -o $@
+
+fuzz: $(OUTPUT)/fuzz_linetable
+	$(Q)mkdir -p $(OUTPUT)/corpus && cd $(OUTPUT) && \
+		./fuzz_linetable -max_total_time=$(FUZZ_SECONDS) corpus
 
 clean:
 	$(call msg,CLEAN,)
