@@ -40,12 +40,19 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
-/* tid -> PyThreadState *, validated on every use. */
+/* tid -> PyThreadState *, validated on every use.  A thread the walk did
+ * not find (a C thread, or one not yet bound to its thread state) is
+ * remembered for a moment, so it does not cost a walk per sample. */
+struct tstate_entry {
+	__u64 tstate;		/* 0: not found at ts */
+	__u64 ts;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct tstate_entry);
 } tstates SEC(".maps");
 
 /* Stack hashes user space has been sent the frames of. */
@@ -176,8 +183,9 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 				       __u64 *out)
 {
 	const struct py_offsets *off = &proc->off;
+	struct tstate_entry *cached, entry = {};
 	struct walk_ctx w = {};
-	__u64 *cached, id = 0, interp = 0;
+	__u64 id = 0, interp = 0, now;
 	int i;
 
 	w.want = thread_key(task, off);
@@ -186,11 +194,15 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 	w.next_off = off->tstate_next;
 
 	cached = bpf_map_lookup_elem(&tstates, &tid);
-	if (cached && !read_u64(*cached + w.id_off, &id) && id == w.want) {
-		*out = *cached;
+	if (cached && cached->tstate &&
+	    !read_u64(cached->tstate + w.id_off, &id) && id == w.want) {
+		*out = cached->tstate;
 		count(CNT_TSTATE_CACHE_HIT);
 		return 0;
 	}
+	now = bpf_ktime_get_ns();
+	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS)
+		return -ST_NO_TSTATE;
 	count(CNT_TSTATE_WALK);
 
 	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
@@ -201,13 +213,18 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			return -ST_ERR_READ_RUNTIME;
 		bpf_loop(PYSIGHT_MAX_THREADS, walk_thread, &w, 0);
 		if (w.found) {
-			bpf_map_update_elem(&tstates, &tid, &w.tstate, BPF_ANY);
+			entry.tstate = w.tstate;
+			entry.ts = now;
+			bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
 			*out = w.tstate;
 			return 0;
 		}
 		if (read_u64(interp + off->interp_next, &interp))
 			break;
 	}
+	entry.tstate = 0;
+	entry.ts = now;
+	bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
 	return -ST_NO_TSTATE;
 }
 

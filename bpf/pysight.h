@@ -8,7 +8,8 @@
 #define __PYSIGHT_H
 
 #define PYSIGHT_MAX_FRAMES	1024	/* frames kept per stack (power of 2) */
-#define PYSIGHT_MAX_THREADS	256	/* threads walked per interpreter */
+#define PYSIGHT_MAX_THREADS	8192	/* threads walked per interpreter */
+#define PYSIGHT_NEG_TTL_NS	50000000ULL	/* re-walk for a thread not found */
 #define PYSIGHT_MAX_INTERPS	4	/* sub-interpreters walked */
 #define PYSIGHT_CODE_WINDOW	192	/* bytes read from a code object */
 #define PYSIGHT_FRAME_WINDOW	128	/* bytes read from a frame */

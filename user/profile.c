@@ -295,6 +295,31 @@ int profile__foreach(struct profile *p, profile_cb cb, void *ctx)
 	return ret;
 }
 
+int profile__samples(struct profile *p, struct psample **out, size_t *n)
+{
+	struct sample_entry *e, *tmp;
+	struct psample *arr;
+	size_t i = 0;
+
+	*n = HASH_COUNT(p->samples);
+	arr = calloc(*n ? *n : 1, sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	HASH_ITER(hh, p->samples, e, tmp) {
+		arr[i].thread = p->threads ? thread_frame(p, e->key.tid) : NULL;
+		if (p->threads && !arr[i].thread) {
+			free(arr);
+			return -ENOMEM;
+		}
+		arr[i].frames = e->stack->frames;
+		arr[i].nframes = e->stack->n;
+		arr[i].weight = e->weight;
+		i++;
+	}
+	*out = arr;
+	return 0;
+}
+
 uint64_t profile__total(const struct profile *p)
 {
 	return p->total;

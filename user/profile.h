@@ -45,6 +45,19 @@ typedef int (*profile_cb)(const struct pframe **frames, int n, uint64_t weight,
 			  void *ctx);
 int profile__foreach(struct profile *p, profile_cb cb, void *ctx);
 
+/* One (stack, thread) entry: thread is the root frame when the profile
+ * keeps threads, else NULL.  frames point into the profile. */
+struct psample {
+	const struct pframe *thread;
+	const struct pframe *const *frames;	/* root first */
+	int nframes;
+	uint64_t weight;
+};
+
+/* Every entry, in no order, in one array the caller frees: writers can
+ * sort and stream without copying stacks. */
+int profile__samples(struct profile *p, struct psample **out, size_t *n);
+
 uint64_t profile__total(const struct profile *p);
 unsigned int profile__nstacks(const struct profile *p);
 unsigned int profile__nthreads(const struct profile *p);

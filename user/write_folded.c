@@ -2,81 +2,77 @@
 /*
  * Folded stacks, as Brendan Gregg's stackcollapse tools write them:
  * "root;...;leaf COUNT", which flamegraph.pl, inferno and speedscope read.
- * Lines are merged (processes may share stacks) and sorted, so the same
- * profile always writes the same file.
+ * Entries are sorted by their frames' labels, so lines that read alike
+ * (processes share stacks) are neighbours and merge, and the same profile
+ * always writes the same file.  Lines are streamed, never all held.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "writer.h"
 
-struct line {
-	char *text;
-	uint64_t weight;
-	UT_hash_handle hh;
-};
-
-static int add_line(const struct pframe **frames, int n, uint64_t weight,
-		    void *ctx)
+static const struct pframe *frame_at(const struct psample *s, int i)
 {
-	struct line **lines = ctx, *l;
-	size_t len = 0, o = 0;
-	char *text;
-	int i;
-
-	for (i = 0; i < n; i++)
-		len += strlen(frames[i]->label) + 1;
-	text = malloc(len + 1);
-	if (!text)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		size_t l = strlen(frames[i]->label);
-
-		if (i)
-			text[o++] = ';';
-		memcpy(text + o, frames[i]->label, l);
-		o += l;
-	}
-	text[o] = 0;
-	HASH_FIND_STR(*lines, text, l);
-	if (l) {
-		l->weight += weight;
-		free(text);
-		return 0;
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l) {
-		free(text);
-		return -ENOMEM;
-	}
-	l->text = text;
-	l->weight = weight;
-	HASH_ADD_KEYPTR(hh, *lines, l->text, o, l);
-	return 0;
+	if (s->thread)
+		return i ? s->frames[i - 1] : s->thread;
+	return s->frames[i];
 }
 
-static int by_text(struct line *a, struct line *b)
+static int depth(const struct psample *s)
 {
-	return strcmp(a->text, b->text);
+	return s->nframes + (s->thread ? 1 : 0);
+}
+
+/* Order of the folded lines: label by label, a prefix first. */
+static int cmp_samples(const void *pa, const void *pb)
+{
+	const struct psample *a = pa, *b = pb;
+	int na = depth(a), nb = depth(b), i, c;
+
+	for (i = 0; i < na && i < nb; i++) {
+		const struct pframe *fa = frame_at(a, i), *fb = frame_at(b, i);
+
+		if (fa == fb)
+			continue;
+		c = strcmp(fa->label, fb->label);
+		if (c)
+			return c;
+	}
+	return na - nb;
+}
+
+static int write_line(FILE *f, const struct psample *s, uint64_t weight)
+{
+	int i, n = depth(s);
+
+	for (i = 0; i < n; i++)
+		if (fputs(frame_at(s, i)->label, f) < 0 ||
+		    (i + 1 < n && fputc(';', f) < 0))
+			return -EIO;
+	return fprintf(f, " %" PRIu64 "\n", weight) < 0 ? -EIO : 0;
 }
 
 static int write_folded(struct profile *p, FILE *f)
 {
-	struct line *lines = NULL, *l, *tmp;
+	struct psample *arr;
+	uint64_t weight;
+	size_t n, i;
 	int err;
 
-	err = profile__foreach(p, add_line, &lines);
-	HASH_SORT(lines, by_text);
-	HASH_ITER(hh, lines, l, tmp) {
-		if (!err && fprintf(f, "%s %" PRIu64 "\n", l->text, l->weight) < 0)
-			err = -EIO;
-		HASH_DEL(lines, l);
-		free(l->text);
-		free(l);
+	err = profile__samples(p, &arr, &n);
+	if (err)
+		return err;
+	qsort(arr, n, sizeof(*arr), cmp_samples);
+	for (i = 0; i < n && !err; i++) {
+		weight = arr[i].weight;
+		while (i + 1 < n && !cmp_samples(&arr[i], &arr[i + 1]))
+			weight += arr[++i].weight;
+		if (depth(&arr[i]))
+			err = write_line(f, &arr[i], weight);
 	}
+	free(arr);
 	return err;
 }
 
