@@ -71,3 +71,21 @@ def test_nolineno_and_filenames(procs, staging, workdir):
     assert full, "--full-filenames should keep the whole path: %s" % files
     assert all(f.line is not None for stack, _ in prof.stacks for f in python_frames(stack)
                if f.file and f.file.endswith(".py"))
+
+
+def test_threads_past_256(procs, staging, workdir):
+    """Thread states deep in a long thread list are still found."""
+    interp = host_interp()
+    script = staging.script(interp, "threads50.py")
+    out = os.path.join(workdir, "threads300.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", 500, "--threads", "--"]
+                      + interp.argv(script, 3, "-", 300), timeout=90)
+    assert_recorded(run)
+    prof = Profile.load(out)
+    m = re.search(r"complete\s+(\d+) \(([\d.]+)%\)", run.stderr)
+    assert m and float(m.group(2)) >= 95.0, (
+        "with 300 threads only %s of samples were complete:\n%s"
+        % (m.group(2) + "%" if m else "none", run.stderr))
+    tids = {int(frames[0].name.split()[1]) for frames, _ in prof.stacks
+            if frames[0].name.startswith("thread ")}
+    assert len(tids) >= 50, "samples from only %d threads of 300" % len(tids)
