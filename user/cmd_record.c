@@ -455,7 +455,10 @@ static void run_loop(struct record *r)
 	while (!exiting) {
 		double t;
 
-		if (sampler__poll(r->sampler, 10) < 0)
+		/* new stacks and processes wake us; known stacks wait for the
+		 * tick, which retries of early inspections want shorter */
+		if (sampler__poll(r->sampler,
+				  registry__retrying(r->reg) ? 5 : 50) < 0)
 			break;
 		registry__tick(r->reg);
 		sampler__jitter(r->sampler);

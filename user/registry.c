@@ -23,6 +23,7 @@ struct entry {
 struct registry {
 	struct sampler *sampler;
 	struct entry *map;
+	unsigned int retrying;		/* entries with a retry due */
 	unsigned int npython;
 	bool verbose;
 	char first_err[256];
@@ -132,6 +133,7 @@ static int inspect(struct registry *r, struct entry *e)
 	}
 	if (ret == -EAGAIN && e->retries++ < MAX_RETRIES) {
 		e->next_ns = now_ns() + RETRY_NS;
+		r->retrying++;
 		return -EAGAIN;
 	}
 	if (ret == -ENOTSUP || ret == -EAGAIN) {
@@ -213,11 +215,24 @@ void registry__tick(struct registry *r)
 	unsigned long long now = now_ns();
 	struct entry *e, *tmp;
 
+	if (!r->retrying)
+		return;
+	r->retrying = 0;
 	HASH_ITER(hh, r->map, e, tmp) {
-		if (e->p.state == PY_PROC_PENDING && e->next_ns &&
-		    now >= e->next_ns)
-			inspect(r, e);
+		if (e->p.state != PY_PROC_PENDING || !e->next_ns)
+			continue;
+		if (now < e->next_ns) {
+			r->retrying++;
+			continue;
+		}
+		e->next_ns = 0;
+		inspect(r, e);	/* may schedule another retry */
 	}
+}
+
+bool registry__retrying(const struct registry *r)
+{
+	return r->retrying != 0;
 }
 
 unsigned int registry__npython(const struct registry *r)

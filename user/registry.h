@@ -36,6 +36,9 @@ void registry__exit(struct registry *r, pid_t pid);
 /* Retry inspections that were too early (libpython not yet mapped). */
 void registry__tick(struct registry *r);
 
+/* Are inspections waiting for a retry (poll sooner)? */
+bool registry__retrying(const struct registry *r);
+
 unsigned int registry__npython(const struct registry *r);
 /* The first reason a process was refused, for the summary. */
 const char *registry__first_error(const struct registry *r);

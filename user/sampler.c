@@ -78,13 +78,14 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->ctx = ctx;
 	s->seed = (unsigned int)(getpid() ^ time(NULL));
 	/*
-	 * Re-arm every 8 periods on average (20 ms at least: the poll loop
-	 * ticks every 10 ms).  A re-arm restarts the timer and loses about
-	 * half a period, so raise the rate by as much.
+	 * Re-arm every 16 periods on average, 100 ms at least: each re-arm
+	 * is an IPI to the CPU (bench: a fifth of pysight's own CPU at 8
+	 * periods).  A re-arm restarts the timer and loses about half a
+	 * period, so raise the rate by as much.
 	 */
-	s->window_ns = (__u64)(8e9 / opts->rate_hz);
-	if (s->window_ns < 20000000ULL)
-		s->window_ns = 20000000ULL;
+	s->window_ns = (__u64)(16e9 / opts->rate_hz);
+	if (s->window_ns < 100000000ULL)
+		s->window_ns = 100000000ULL;
 	s->rate_hz = opts->rate_hz /
 		     (1.0 - 0.5e9 / opts->rate_hz / (double)s->window_ns);
 	if (getenv("PYSIGHT_JITTER") && !strcmp(getenv("PYSIGHT_JITTER"), "0")) {

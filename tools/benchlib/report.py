@@ -64,10 +64,15 @@ def markdown(res):
     L.append("Machine: %s CPUs, %s, kernel %s, %s MiB RAM, load average %s at the start.  "
              % (f.get("nproc"), f.get("cpu"), f.get("kernel"), f.get("mem_mib"),
                 " ".join(f.get("loadavg_at_start", []))))
-    L.append("Target interpreter: `%s` (%s).  Tools: %s.  Rounds: %d; wall time %.1f min."
+    L.append("Target interpreter: `%s` (%s).  Tools: %s (pysight binary sha256 %s...).  "
+             "Rounds: %d; wall time %.1f min."
              % (meta["python"], meta["python_version"],
-                ", ".join("%s" % v for v in meta["versions"].values()), meta["rounds"],
-                meta.get("elapsed_s", 0) / 60.0))
+                ", ".join("%s" % v for v in meta["versions"].values()),
+                meta.get("pysight_sha256"), meta["rounds"], meta.get("elapsed_s", 0) / 60.0))
+    if meta.get("pysight_changed_during"):
+        L.append("")
+        L.append("**Warning**: `.output/pysight` was rebuilt during this run (noticed after: %s); "
+                 "those figures mix two builds." % ", ".join(meta["pysight_changed_during"]))
     L.append("")
     s = res.get("slowdown")
     if s:

@@ -1,7 +1,6 @@
 """The five measurements of docs/BENCHMARKS.md.  Each returns a JSON-able dict."""
 import json
 import os
-import signal
 import subprocess
 import time
 
