@@ -175,62 +175,141 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
 	return ret ? -ENOTSUP : 0;
 }
 
+/*
+ * What one interpreter file says, before relocation.  Kept per file
+ * (inode, size, mtime), so a host starting many processes parses each
+ * binary's symbol tables once, not once a process.
+ */
+struct interp_facts {
+	struct stat id;
+	int ret;		/* 0, -ENOENT (no _PyRuntime) or -ENOTSUP */
+	char err[PATH_MAX + 128];
+	struct pyproc_info info;	/* addresses unrelocated */
+	bool is_exec;
+	uint64_t first_load;
+};
+
+#define FACTS_CACHE 64
+
+static struct interp_facts facts_cache[FACTS_CACHE];
+static unsigned int facts_next;
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static void read_facts(struct elf_file *ef, const struct mapping *m,
+		       struct interp_facts *f)
+{
+	static char why[PATH_MAX + 128];
+	struct pyproc_info *info = &f->info;
+	uint64_t runtime, rsize, code_type, addr;
+
+	f->is_exec = elffile__is_exec(ef);
+	f->first_load = elffile__first_load(ef);
+	if (elffile__symbol(ef, "_PyRuntime", &runtime, &rsize)) {
+		f->ret = -ENOENT;
+		return;
+	}
+	snprintf(info->interp_path, sizeof(info->interp_path), "%s", m->path);
+	f->ret = -ENOTSUP;
+	if (detect_version(ef, m->path, info)) {
+		snprintf(f->err, sizeof(f->err),
+			 "cannot tell the Python version of %s", m->path);
+		return;
+	}
+	if (info->major != 3 || info->minor < MIN_MINOR) {
+		snprintf(f->err, sizeof(f->err),
+			 "Python %d.%d is not supported (3.%d or newer is)",
+			 info->major, info->minor, MIN_MINOR);
+		return;
+	}
+	if (load_offsets(ef, runtime, rsize, info, why, sizeof(why))) {
+		snprintf(f->err, sizeof(f->err), "%s", why);
+		return;
+	}
+	if (elffile__symbol(ef, "PyCode_Type", &code_type, NULL)) {
+		snprintf(f->err, sizeof(f->err), "no PyCode_Type symbol in %s",
+			 m->path);
+		return;
+	}
+	info->proc.runtime_addr = runtime;
+	info->proc.code_type_addr = code_type;
+	if (!elffile__symbol(ef, "PyUnicode_Type", &addr, NULL))
+		info->proc.unicode_type_addr = addr;
+	if (!elffile__symbol(ef, "PyBytes_Type", &addr, NULL))
+		info->proc.bytes_type_addr = addr;
+	info->proc.state = PY_PROC_PYTHON;
+	info->code_free_offset = code_dealloc_offset(ef, code_type);
+	f->ret = 0;
+}
+
+static const struct interp_facts *facts_of(pid_t pid, const struct mapping *m,
+					   char *open_path, size_t len)
+{
+	struct interp_facts *f;
+	struct elf_file *ef;
+	struct stat st;
+	unsigned int i;
+
+	if (open_mapped(pid, m, &ef, open_path, len))
+		return NULL;
+	if (stat(open_path, &st)) {
+		elffile__close(ef);
+		return NULL;
+	}
+	for (i = 0; i < FACTS_CACHE; i++) {
+		if (facts_cache[i].id.st_ino && same_file(&facts_cache[i].id, &st)) {
+			elffile__close(ef);
+			return &facts_cache[i];
+		}
+	}
+	f = &facts_cache[facts_next++ % FACTS_CACHE];
+	memset(f, 0, sizeof(*f));
+	f->id = st;
+	read_facts(ef, m, f);
+	elffile__close(ef);
+	return f;
+}
+
 static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 			struct pyproc_info *info, char *err, size_t errlen)
 {
-	uint64_t runtime, rsize, code_type, addr, bias = 0;
-	struct elf_file *ef;
-	struct stat st;
-	int ret;
+	char open_path[sizeof(info->interp_open)];
+	const struct interp_facts *f;
+	uint64_t bias = 0;
 
-	ret = open_mapped(pid, m, &ef, info->interp_open,
-			  sizeof(info->interp_open));
-	if (ret)
+	f = facts_of(pid, m, open_path, sizeof(open_path));
+	if (!f || f->ret == -ENOENT)
 		return -ENOENT;
-	if (elffile__symbol(ef, "_PyRuntime", &runtime, &rsize)) {
-		elffile__close(ef);
-		return -ENOENT;
+	if (f->ret) {
+		snprintf(err, errlen, "%s", f->err);
+		return f->ret;
 	}
+	/* keep what the caller already learnt about the executable */
+	info->proc = f->info.proc;
+	info->major = f->info.major;
+	info->minor = f->info.minor;
+	info->micro = f->info.micro;
+	info->code_free_offset = f->info.code_free_offset;
 	snprintf(info->interp_path, sizeof(info->interp_path), "%s", m->path);
-	if (detect_version(ef, m->path, info)) {
-		snprintf(err, errlen, "cannot tell the Python version of %s",
-			 m->path);
-		ret = -ENOTSUP;
-		goto out;
-	}
-	if (info->major != 3 || info->minor < MIN_MINOR) {
-		snprintf(err, errlen,
-			 "Python %d.%d is not supported (3.%d or newer is)",
-			 info->major, info->minor, MIN_MINOR);
-		ret = -ENOTSUP;
-		goto out;
-	}
-	ret = load_offsets(ef, runtime, rsize, info, err, errlen);
-	if (ret)
-		goto out;
-	if (elffile__symbol(ef, "PyCode_Type", &code_type, NULL)) {
-		snprintf(err, errlen, "no PyCode_Type symbol in %s", m->path);
-		ret = -ENOTSUP;
-		goto out;
-	}
-	if (!elffile__is_exec(ef))
-		bias = m->start - m->offset - elffile__first_load(ef);
-	info->proc.runtime_addr = runtime + bias;
-	info->proc.code_type_addr = code_type + bias;
-	if (!elffile__symbol(ef, "PyUnicode_Type", &addr, NULL))
-		info->proc.unicode_type_addr = addr + bias;
-	if (!elffile__symbol(ef, "PyBytes_Type", &addr, NULL))
-		info->proc.bytes_type_addr = addr + bias;
-	info->proc.state = PY_PROC_PYTHON;
-	info->exe_reusable = is_exe && elffile__is_exec(ef);
-	info->code_free_offset = code_dealloc_offset(ef, code_type);
-	if (!stat(info->interp_open, &st)) {
-		info->interp_key.dev = process__kernel_dev(st.st_dev);
-		info->interp_key.ino = st.st_ino;
-	}
-out:
-	elffile__close(ef);
-	return ret;
+	snprintf(info->interp_open, sizeof(info->interp_open), "%s", open_path);
+	info->interp_key.dev = process__kernel_dev(f->id.st_dev);
+	info->interp_key.ino = f->id.st_ino;
+	if (!f->is_exec)
+		bias = m->start - m->offset - f->first_load;
+	info->proc.runtime_addr += bias;
+	info->proc.code_type_addr += bias;
+	if (info->proc.unicode_type_addr)
+		info->proc.unicode_type_addr += bias;
+	if (info->proc.bytes_type_addr)
+		info->proc.bytes_type_addr += bias;
+	info->exe_reusable = is_exe && f->is_exec;
+	return 0;
 }
 
 /* An interpreter without _PyRuntime: too old, or stripped. */
