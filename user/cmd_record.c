@@ -244,11 +244,21 @@ static const struct pframe *python_frame(struct record *r,
 }
 
 /* Symbolise a stack the first time BPF sends its frames. */
+/*
+ * A stack with a frame we could not name is kept under a provisional key,
+ * and BPF is told to forget its hash: the next sample of it brings its
+ * frames again, to be named then.  Otherwise one early miss would stay
+ * [unknown] for every later sample of the same hash (an exec loop brings
+ * back the same code address and identity for each new function).
+ */
+#define PROVISIONAL 1ULL
+
 static int add_stack(struct record *r, const struct pyproc *pp,
 		     const struct sample_event *ev,
-		     const struct py_frame *frames)
+		     const struct py_frame *frames, uint64_t *key)
 {
 	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	uint64_t misses = r->unknown_frames;
 	int n = 0, i;
 
 	if (ev->status == ST_TRUNCATED)
@@ -262,12 +272,18 @@ static int add_stack(struct record *r, const struct pyproc *pp,
 	for (i = 0; i < n; i++)
 		if (!out[i])
 			return -ENOMEM;
-	return profile__add_stack(r->prof, ev->hdr.pid, ev->stack_hash, out, n);
+	*key = ev->stack_hash;
+	if (r->unknown_frames != misses) {
+		*key ^= PROVISIONAL;
+		sampler__forget_stack(r->sampler, ev->stack_hash);
+	}
+	return profile__add_stack(r->prof, ev->hdr.pid, *key, out, n);
 }
 
 static int handle_sample(struct record *r, const void *data, size_t size)
 {
 	const struct sample_event *ev = data;
+	uint64_t key = ev->stack_hash;
 	const struct pyproc *pp;
 	char comm[PYSIGHT_COMM_LEN + 1];
 
@@ -282,12 +298,15 @@ static int handle_sample(struct record *r, const void *data, size_t size)
 	if (!pp)
 		return 0;
 	if (ev->has_frames &&
-	    add_stack(r, pp, ev, (const struct py_frame *)(ev + 1)))
+	    add_stack(r, pp, ev, (const struct py_frame *)(ev + 1), &key))
 		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
 	r->user_samples++;
-	if (profile__add_sample(r->prof, ev->hdr.pid, ev->stack_hash,
+	/* a known hash, else the provisional stack of the same hash */
+	if (profile__add_sample(r->prof, ev->hdr.pid, key, ev->hdr.tid, comm,
+				1) == -ENOENT &&
+	    profile__add_sample(r->prof, ev->hdr.pid, key ^ PROVISIONAL,
 				ev->hdr.tid, comm, 1) == -ENOENT)
 		r->unknown_stacks++;
 	return 0;

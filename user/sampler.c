@@ -271,6 +271,11 @@ int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p)
 				    sizeof(*p), 0);
 }
 
+void sampler__forget_stack(struct sampler *s, __u64 hash)
+{
+	bpf_map__delete_elem(s->skel->maps.stacks_seen, &hash, sizeof(hash), 0);
+}
+
 int sampler__add_target(struct sampler *s, pid_t pid)
 {
 	__u32 key = pid;

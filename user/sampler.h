@@ -35,6 +35,8 @@ int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
 int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
 			     const char *path, __u64 offset);
 int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p);
+/* Have BPF send this stack's frames again next time. */
+void sampler__forget_stack(struct sampler *s, __u64 hash);
 int sampler__add_target(struct sampler *s, pid_t pid);
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
