@@ -15,6 +15,7 @@
 
 struct entry {
 	struct pyproc p;
+	bool counted;		/* in npython: processes, not images */
 	int retries;
 	unsigned long long next_ns;
 	UT_hash_handle hh;
@@ -101,7 +102,9 @@ static void set_python(struct registry *r, struct entry *e,
 		fprintf(stderr, "pysight: no code object cache for pid %d\n",
 			e->p.pid);
 	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
-	r->npython++;
+	if (!e->counted)
+		r->npython++;
+	e->counted = true;
 	sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
 	if (info->exe_reusable)
 		sampler__set_binary(r->sampler, &info->exe_key, &e->p.proc);
@@ -195,7 +198,9 @@ const struct pyproc *registry__get(struct registry *r, pid_t pid)
 	e->p.proc = p;
 	e->p.minor = (p.off.version_hex >> 16) & 0xff;
 	read_cwd(pid, e->p.cwd, sizeof(e->p.cwd));
-	r->npython++;
+	if (!e->counted)
+		r->npython++;
+	e->counted = true;
 	return &e->p;
 }
 
