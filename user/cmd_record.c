@@ -23,6 +23,7 @@
 #include "registry.h"
 #include "sampler.h"
 #include "symbols.h"
+#include "usage.h"
 #include "writer.h"
 
 #define MAX_PIDS	256
@@ -92,15 +93,6 @@ static const char doc[] =
 	"  sudo pysight record -p 1234 -r 1000\n"
 	"  sudo pysight record -o app.folded -- python3 app.py";
 
-static int bad_value(struct argp_state *state, const char *opt,
-		     const char *arg, const char *want)
-{
-	fprintf(stderr, "pysight: invalid value '%s' for %s: %s\n", arg, opt,
-		want);
-	exit(2);
-	(void)state;
-}
-
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -114,14 +106,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'f':
 		if (!writer__find(arg))
-			bad_value(state, "--format", arg, "expected folded");
+			bad_value("--format", arg, "expected folded");
 		o->format = arg;
 		break;
 	case 'd':
 		errno = 0;
 		d = strtod(arg, &end);
 		if (errno || *end || !(d > 0) || d > 1e7)
-			bad_value(state, "--duration", arg,
+			bad_value("--duration", arg,
 				  "expected a positive number of seconds");
 		o->duration = d;
 		break;
@@ -129,7 +121,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		l = strtol(arg, &end, 10);
 		if (errno || *end || l < 1 || l > MAX_RATE)
-			bad_value(state, "--rate", arg,
+			bad_value("--rate", arg,
 				  "expected an integer from 1 to 10000");
 		o->rate = (unsigned int)l;
 		break;
@@ -137,9 +129,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		l = strtol(arg, &end, 10);
 		if (errno || *end || l < 1 || l > 0x3fffffff)
-			bad_value(state, "--pid", arg, "expected a process id");
+			bad_value("--pid", arg, "expected a process id");
 		if (o->npids == MAX_PIDS)
-			bad_value(state, "--pid", arg, "too many pids");
+			bad_value("--pid", arg, "too many pids");
 		o->pids[o->npids++] = (pid_t)l;
 		break;
 	case OPT_THREADS:
@@ -155,8 +147,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s' (a command goes after --)",
-			   arg);
+		usage_error("unexpected argument '%s' (a command goes after --)",
+			    arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -411,14 +403,18 @@ static double now_s(void)
 static void summary(struct record *r, double secs, const char *path, int werr)
 {
 	uint64_t c[CNT__MAX], errs = 0, total;
+	unsigned int nprocs, nthreads;
 	const char *why;
 	int st;
 
 	sampler__counters(r->sampler, c);
 	total = c[CNT_SAMPLES];
+	nprocs = registry__npython(r->reg);
+	nthreads = profile__nthreads(r->prof);
 	fprintf(stderr, "pysight: %.1f s, %" PRIu64 " samples of Python processes "
-		"(%u processes, %u threads with Python stacks)\n",
-		secs, total, registry__npython(r->reg), profile__nthreads(r->prof));
+		"(%u process%s, %u thread%s with Python stacks)\n",
+		secs, total, nprocs, nprocs == 1 ? "" : "es", nthreads,
+		nthreads == 1 ? "" : "s");
 	for (st = ST_COMPLETE; st < ST__MAX; st++) {
 		uint64_t n = c[CNT_STATUS_BASE + st];
 
@@ -614,10 +610,8 @@ int cmd_record(int argc, char **argv)
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &r.o))
 		return 2;
-	if (r.o.command && r.o.npids) {
-		fprintf(stderr, "pysight: give -p or a command, not both\n");
-		return 2;
-	}
+	if (r.o.command && r.o.npids)
+		usage_error("give -p or a command, not both");
 	w = pick_writer(&r);
 	err = check_privileges();
 	if (!err)

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "folded_read.h"
+#include "usage.h"
 
 struct frame_stat {
 	char *name;
@@ -39,21 +40,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'n':
 		n = strtol(arg, &end, 10);
-		if (*end || n < 1 || n > 100000) {
-			fprintf(stderr, "pysight: invalid value '%s' for --top: expected a positive integer\n",
-				arg);
-			exit(2);
-		}
+		if (*end || n < 1 || n > 100000)
+			bad_value("--top", arg, "expected an integer from 1 to 100000");
 		r->top = (int)n;
 		break;
 	case ARGP_KEY_ARG:
 		if (r->path)
-			argp_error(state, "one profile at a time");
+			usage_error("one profile at a time");
 		r->path = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!r->path)
-			argp_error(state, "which profile? (a folded file)");
+			usage_error("which profile? (a folded file)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -41,9 +41,16 @@ int main(int argc, char **argv)
 		printf("pysight %s\n", PYSIGHT_VERSION);
 		return 0;
 	}
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char name[64];
+
+		if (strcmp(argv[1], cmds[i].name))
+			continue;
+		/* argp names the program after argv[0]: "pysight record" */
+		snprintf(name, sizeof(name), "pysight %s", cmds[i].name);
+		argv[1] = name;
+		return cmds[i].fn(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "pysight: unknown command '%s' (try 'pysight --help')\n",
 		argv[1]);
 	return 2;

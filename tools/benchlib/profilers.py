@@ -223,8 +223,8 @@ def launch_argv(tool, rate, out, command):
 def parse_pysight_summary(text):
     """Numbers from pysight's summary on stderr."""
     res = {}
-    m = re.search(r"pysight: ([\d.]+) s, (\d+) samples of Python processes \((\d+) processes, "
-                  r"(\d+) threads", text)
+    m = re.search(r"pysight: ([\d.]+) s, (\d+) samples of Python processes \((\d+) process(?:es)?, "
+                  r"(\d+) threads?", text)
     if m:
         res.update(seconds=float(m.group(1)), samples=int(m.group(2)),
                    processes=int(m.group(3)), threads=int(m.group(4)))
