@@ -127,6 +127,17 @@ static bool looks_alive(const uint8_t *obj, size_t size, uint64_t addr)
 	return first && (first >> 14) != (addr >> 14);
 }
 
+/* Read an object's first len bytes: -EFAULT when unreadable or not of
+ * type (0: any), -ESTALE when it has been freed. */
+static int read_object(pid_t pid, uint64_t addr, uint64_t type, uint8_t *buf,
+		       size_t len)
+{
+	if (read_mem(pid, addr, buf, len) ||
+	    (type && get_u64(buf, len, 8) != type))
+		return -EFAULT;
+	return looks_alive(buf, len, addr) ? 0 : -ESTALE;
+}
+
 /* Append one code point as UTF-8; out has room for 4 more bytes. */
 static size_t put_utf8(char *out, uint32_t c)
 {
@@ -168,11 +179,7 @@ static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	size_t data_off, o = 0;
 	char *s;
 
-	if (read_mem(pid, addr, hdr, sizeof(hdr)))
-		return NULL;
-	if ((proc->unicode_type_addr &&
-	     get_u64(hdr, sizeof(hdr), 8) != proc->unicode_type_addr) ||
-	    !looks_alive(hdr, sizeof(hdr), addr))
+	if (read_object(pid, addr, proc->unicode_type_addr, hdr, sizeof(hdr)))
 		return NULL;
 	len = get_u64(hdr, sizeof(hdr), 16);	/* after PyObject_HEAD */
 	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
@@ -211,11 +218,7 @@ static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	uint8_t hdr[32];
 	uint64_t len;
 
-	if (read_mem(pid, addr, hdr, sizeof(hdr)))
-		return -EFAULT;
-	if ((proc->bytes_type_addr &&
-	     get_u64(hdr, sizeof(hdr), 8) != proc->bytes_type_addr) ||
-	    !looks_alive(hdr, sizeof(hdr), addr))
+	if (read_object(pid, addr, proc->bytes_type_addr, hdr, sizeof(hdr)))
 		return -EFAULT;
 	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
@@ -237,12 +240,13 @@ static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
 {
 	const struct py_offsets *off = &proc->off;
 	uint64_t name, nhash = 0;
+	int err;
 
-	if (read_mem(pid, code, win, PYSIGHT_CODE_WINDOW) ||
-	    get_u64(win, PYSIGHT_CODE_WINDOW, 8) != proc->code_type_addr)
-		return -EFAULT;
-	if (!looks_alive(win, PYSIGHT_CODE_WINDOW, code))
-		return -ESTALE;	/* freed since BPF saw it */
+	/* -ESTALE: freed since BPF saw it */
+	err = read_object(pid, code, proc->code_type_addr, win,
+			  PYSIGHT_CODE_WINDOW);
+	if (err)
+		return err;
 	name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
 	if (name)
 		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
