@@ -88,12 +88,24 @@ static void read_cwd(pid_t pid, char *buf, size_t len)
 	buf[n > 0 ? n : 0] = 0;
 }
 
+/* The entry is a Python process with these facts, seen by user space
+ * or configured by BPF itself; count each process once. */
+static void mark_python(struct registry *r, struct entry *e,
+			const struct py_proc *proc)
+{
+	e->p.state = PY_PROC_PYTHON;
+	e->p.proc = *proc;
+	e->p.minor = (proc->off.version_hex >> 16) & 0xff;
+	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
+	if (!e->counted)
+		r->npython++;
+	e->counted = true;
+}
+
 static void set_python(struct registry *r, struct entry *e,
 		       const struct pyproc_info *info)
 {
-	e->p.state = PY_PROC_PYTHON;
-	e->p.proc = info->proc;
-	e->p.minor = info->minor;
+	mark_python(r, e, &info->proc);
 	/* cache code objects only once their deallocs are being watched */
 	if (!sampler__watch_code_free(r->sampler, &info->interp_key,
 				      info->interp_open, info->code_free_offset))
@@ -101,10 +113,6 @@ static void set_python(struct registry *r, struct entry *e,
 	else if (r->verbose)
 		fprintf(stderr, "pysight: no code object cache for pid %d\n",
 			e->p.pid);
-	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
-	if (!e->counted)
-		r->npython++;
-	e->counted = true;
 	sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
 	if (info->exe_reusable)
 		sampler__set_binary(r->sampler, &info->exe_key, &e->p.proc);
@@ -194,13 +202,7 @@ const struct pyproc *registry__get(struct registry *r, pid_t pid)
 	e = get_entry(r, pid);
 	if (!e)
 		return NULL;
-	e->p.state = PY_PROC_PYTHON;
-	e->p.proc = p;
-	e->p.minor = (p.off.version_hex >> 16) & 0xff;
-	read_cwd(pid, e->p.cwd, sizeof(e->p.cwd));
-	if (!e->counted)
-		r->npython++;
-	e->counted = true;
+	mark_python(r, e, &p);
 	return &e->p;
 }
 
