@@ -63,6 +63,17 @@ struct {
 	__type(value, __u8);
 } stacks_seen SEC(".maps");
 
+/* One slot of the direct-mapped code-object cache.  tag seals the slot:
+ * slots are written without locks, and a torn one fails its tag. */
+#define CODE_SLOTS	65536	/* power of 2 */
+
+struct code_slot {
+	__u64 code;
+	__u32 tgid;
+	__u32 check;
+	__u64 tag;
+};
+
 /*
  * (tgid, code object) -> identity check, for processes whose code
  * deallocations a uprobe reports (PY_PROC_F_CODE_CACHE).  Direct-mapped
@@ -71,7 +82,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, PYSIGHT_CODE_SLOTS);
+	__uint(max_entries, CODE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct code_slot);
 } code_checks SEC(".maps");
@@ -115,15 +126,31 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	count_n(idx, 1);
 }
 
 #define mix64 pysight_mix64
+
+static __always_inline __u32 code_slot_of(__u32 tgid, __u64 code)
+{
+	return (__u32)mix64(code ^ ((__u64)tgid << 40)) &
+	       (CODE_SLOTS - 1);
+}
+
+static __always_inline __u64 slot_tag(__u32 tgid, __u64 code, __u32 check)
+{
+	return mix64(code ^ ((__u64)tgid << 32 | check)) | 1;
+}
 
 static __always_inline int read_u64(__u64 addr, __u64 *out)
 {
@@ -231,7 +258,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 /* Scalars the frame loop needs, copied out of the map value once. */
 struct frame_ctx {
 	__u64 frame;
-	__u64 bulk_lo, bulk_hi;	/* target range copied into b->bulk */
+	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
 	__u64 hash;
 	__u64 code_type;
 	__u64 tag_mask;
@@ -282,7 +309,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 					struct sample_buf *b, __u64 code,
 					__u32 *check)
 {
-	__u32 idx = pysight_code_slot(c->tgid, code);
+	__u32 idx = code_slot_of(c->tgid, code);
 	struct code_slot *slot;
 	int err;
 
@@ -292,7 +319,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 	if (!slot)
 		return code_check(c, b, code, check);
 	if (slot->code == code && slot->tgid == c->tgid &&
-	    slot->tag == pysight_slot_tag(c->tgid, code, slot->check)) {
+	    slot->tag == slot_tag(c->tgid, code, slot->check)) {
 		*check = slot->check;
 		c->cache_hits++;
 		return 0;
@@ -303,7 +330,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 		slot->code = code;
 		slot->tgid = c->tgid;
 		slot->check = *check;
-		slot->tag = pysight_slot_tag(c->tgid, code, *check);
+		slot->tag = slot_tag(c->tgid, code, *check);
 	}
 	return err;
 }
@@ -499,13 +526,8 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &c, 0);
 
-	if (c.cache_hits) {
-		__u32 idx = CNT_CODE_CACHE_HIT;
-		__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-		if (v)
-			*v += c.cache_hits;
-	}
+	if (c.cache_hits)
+		count_n(CNT_CODE_CACHE_HIT, c.cache_hits);
 	b->ev.status = c.status;
 	if (c.status == ST_COMPLETE && c.n == 0)
 		b->ev.status = ST_IDLE;
@@ -539,7 +561,7 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 	}
 	/*
 	 * A wake-up costs about 3 us a sample.  Known stacks wait for the
-	 * consumer's next poll (10 ms); new ones wake it, so their code
+	 * consumer's next poll (50 ms); new ones wake it, so their code
 	 * objects are read while they are alive.
 	 */
 	if (bpf_ringbuf_output(&events, b, size,
@@ -714,7 +736,7 @@ SEC("uprobe")
 int BPF_KPROBE(pysight_code_free, void *code)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u32 idx = pysight_code_slot(tgid, (__u64)code);
+	__u32 idx = code_slot_of(tgid, (__u64)code);
 	struct code_slot *slot = bpf_map_lookup_elem(&code_checks, &idx);
 
 	if (slot && slot->code == (__u64)code && slot->tgid == tgid) {

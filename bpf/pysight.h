@@ -115,20 +115,6 @@ struct py_binary_key {
 	__u64 ino;
 };
 
-/* One slot of the direct-mapped code-object cache.  tag seals the slot:
- * slots are written without locks, and a torn one fails its tag. */
-#define PYSIGHT_CODE_SLOTS	65536	/* power of 2 */
-
-struct code_slot {
-	__u64 code;
-	__u32 tgid;
-	__u32 check;
-	__u64 tag;
-};
-
-static inline __u32 pysight_code_slot(__u32 tgid, __u64 code);
-static inline __u64 pysight_slot_tag(__u32 tgid, __u64 code, __u32 check);
-
 struct py_frame {
 	__u64 code;		/* PyCodeObject * in the target */
 	__s32 lasti;		/* byte offset of the instruction, -1 unknown */
@@ -214,17 +200,6 @@ static inline __u32 pysight_code_check(__u64 name, __u64 file, __u32 first,
 
 	h = pysight_mix64(h ^ qual ^ name_hash);
 	return (__u32)(h ^ (h >> 32));
-}
-
-static inline __u32 pysight_code_slot(__u32 tgid, __u64 code)
-{
-	return (__u32)pysight_mix64(code ^ ((__u64)tgid << 40)) &
-	       (PYSIGHT_CODE_SLOTS - 1);
-}
-
-static inline __u64 pysight_slot_tag(__u32 tgid, __u64 code, __u32 check)
-{
-	return pysight_mix64(code ^ ((__u64)tgid << 32 | check)) | 1;
 }
 
 #endif /* __PYSIGHT_H */
