@@ -54,7 +54,6 @@ struct record {
 	int child_status;
 	uint64_t unknown_stacks;		/* id-only sample before its frames */
 	uint64_t unknown_frames;		/* frames we could not symbolise */
-	uint64_t user_samples;
 	bool child_exited;
 	char default_output[64];
 };
@@ -294,7 +293,6 @@ static int handle_sample(struct record *r, const void *data, size_t size)
 		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
-	r->user_samples++;
 	/* a known hash, else the provisional stack of the same hash */
 	if (profile__add_sample(r->prof, ev->hdr.pid, key, ev->hdr.tid, comm,
 				1) == -ENOENT &&

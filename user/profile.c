@@ -259,42 +259,6 @@ static const struct pframe *thread_frame(struct profile *p, pid_t tid)
 	return profile__frame(p, name, NULL, 0, PFRAME_THREAD);
 }
 
-int profile__foreach(struct profile *p, profile_cb cb, void *ctx)
-{
-	const struct pframe **buf = NULL;
-	struct sample_entry *e, *tmp;
-	int cap = 0, ret = 0;
-
-	HASH_ITER(hh, p->samples, e, tmp) {
-		int n = e->stack->n, off = p->threads ? 1 : 0;
-
-		if (n + off > cap) {
-			const struct pframe **nb;
-
-			nb = realloc(buf, (n + off) * sizeof(*buf));
-			if (!nb) {
-				ret = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = n + off;
-		}
-		if (off) {
-			buf[0] = thread_frame(p, e->key.tid);
-			if (!buf[0]) {
-				ret = -ENOMEM;
-				break;
-			}
-		}
-		memcpy(buf + off, e->stack->frames, n * sizeof(*buf));
-		ret = cb(buf, n + off, e->weight, ctx);
-		if (ret)
-			break;
-	}
-	free(buf);
-	return ret;
-}
-
 int profile__samples(struct profile *p, struct psample **out, size_t *n)
 {
 	struct sample_entry *e, *tmp;

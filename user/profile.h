@@ -39,12 +39,6 @@ bool profile__has_stack(struct profile *p, pid_t pid, uint64_t hash);
 int profile__add_sample(struct profile *p, pid_t pid, uint64_t hash,
 			pid_t tid, const char *comm, uint64_t weight);
 
-/* Each (stack, thread) with its weight, frames root first, thread frame
- * included when the profile keeps threads.  Stops on a non-zero return. */
-typedef int (*profile_cb)(const struct pframe **frames, int n, uint64_t weight,
-			  void *ctx);
-int profile__foreach(struct profile *p, profile_cb cb, void *ctx);
-
 /* One (stack, thread) entry: thread is the root frame when the profile
  * keeps threads, else NULL.  frames point into the profile. */
 struct psample {
