@@ -72,15 +72,12 @@ def test_not_root(procs, workdir):
     assert_one_error(run, "root", "CAP_BPF")
 
 
-def test_pid_exits_while_recording(procs, workdir):
+def test_pid_exits_while_recording(procs, staging, workdir):
     interp = next((i for i in INTERPRETERS if i.kind == "debian"), None) or \
         next((i for i in INTERPRETERS if not i.chroot), None)
     if interp is None:
         pytest.skip("no host Python interpreter")
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "workloads", "exiting.py")
-    script = os.path.join(workdir, "exiting.py")
-    shutil.copy(here, script)
+    script = staging.script(interp, "exiting.py")
     target = procs.start(interp.argv(script, 4), stdout=subprocess.PIPE, text=True)
     ready = target.stdout.readline()
     assert ready.startswith("ready"), "exiting.py did not start: %r" % ready
@@ -187,15 +184,12 @@ def test_command_that_cannot_run(procs, workdir):
     assert not os.path.exists(out)
 
 
-def test_sigterm_writes_profile(procs, workdir):
+def test_sigterm_writes_profile(procs, staging, workdir):
     """SIGTERM stops recording, writes what was collected, stops the command."""
     interp = next((i for i in INTERPRETERS if not i.chroot), None)
     if interp is None:
         pytest.skip("no host Python interpreter")
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "workloads", "exiting.py")
-    script = os.path.join(workdir, "exiting.py")
-    shutil.copy(here, script)
+    script = staging.script(interp, "exiting.py")
     out = os.path.join(workdir, "term.folded")
     rec = Recorder(procs, ["-o", out, "-r", 100, "--"] + interp.argv(script, 30))
     rec.wait_sampling(timeout=10)
