@@ -266,7 +266,7 @@ struct frame_ctx {
 	__u32 status;
 	__u32 cache_hits;
 	__u16 f_prev, f_code, f_instr, f_owner;
-	__u16 c_first, c_file, c_name, c_qual, c_adaptive, u_hash;
+	__u16 c_first, c_file, c_name, c_qual, c_adaptive, u_hash, o_type;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
 	__u32 tgid;
 };
@@ -286,7 +286,7 @@ static __always_inline int code_check(struct frame_ctx *c,
 
 	if (bpf_probe_read_user(b->cwin, sizeof(b->cwin), (void *)code))
 		return -ST_ERR_READ_CODE;
-	type = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, 8);
+	type = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->o_type);
 	if (type != c->code_type)
 		return -ST_ERR_BAD_CODE;
 	first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
@@ -515,6 +515,7 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c.c_qual = off->code_qualname;
 	c.c_adaptive = off->code_code_adaptive;
 	c.u_hash = off->unicode_hash;
+	c.o_type = off->object_type;
 	c.instr_kind = off->instr_kind;
 	c.owner_cstack = off->owner_cstack;
 	c.skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
@@ -604,23 +605,36 @@ static __always_inline int exe_key(struct task_struct *task,
 	return 0;
 }
 
+/*
+ * A process of an interpreter binary already inspected gets its facts
+ * from the binary map, without asking user space.  flags: BPF_NOEXIST
+ * when a sample races other CPUs to it, BPF_ANY at exec (a new image).
+ */
+static __always_inline bool configure_from_binary(struct task_struct *task,
+						  __u32 tgid, __u64 flags)
+{
+	struct py_binary_key key = {};
+	struct py_proc *known;
+
+	if (exe_key(task, &key))
+		return false;
+	known = bpf_map_lookup_elem(&binaries, &key);
+	if (!known)
+		return false;
+	bpf_map_update_elem(&procs, &tgid, known, flags);
+	count(CNT_BINARY_HIT);
+	return true;
+}
+
 /* Configure a process BPF has not seen: from the binary map when its
  * interpreter is known, else ask user space once. */
 static __always_inline struct py_proc *discover(struct task_struct *task,
 						__u32 tgid, __u32 tid)
 {
-	struct py_binary_key key = {};
-	struct py_proc *known;
 	struct py_proc pending = {};
 
-	if (!exe_key(task, &key)) {
-		known = bpf_map_lookup_elem(&binaries, &key);
-		if (known) {
-			bpf_map_update_elem(&procs, &tgid, known, BPF_NOEXIST);
-			count(CNT_BINARY_HIT);
-			return bpf_map_lookup_elem(&procs, &tgid);
-		}
-	}
+	if (configure_from_binary(task, tgid, BPF_NOEXIST))
+		return bpf_map_lookup_elem(&procs, &tgid);
 	pending.state = PY_PROC_PENDING;
 	if (bpf_map_update_elem(&procs, &tgid, &pending, BPF_NOEXIST))
 		return NULL;	/* someone else got there first */
@@ -662,7 +676,8 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	b = collect_stack(proc, task, tgid, tid);
 	if (!b)
 		return 0;
-	count(CNT_STATUS_BASE + (b->ev.status & 7));
+	if (b->ev.status < ST__MAX)
+		count(CNT_STATUS_BASE + b->ev.status);
 	if (b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
 		return 0;
 	emit_sample(b, tgid, tid);
@@ -673,21 +688,13 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pysight_exec, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	struct py_binary_key key = {};
-	struct py_proc *known;
 
 	/* a new image: whatever we knew about this pid is stale */
 	bpf_map_delete_elem(&procs, &tgid);
 	bpf_map_delete_elem(&tstates, &tgid);
 	if (!wanted(tgid))
 		return 0;
-	if (!exe_key(p, &key)) {
-		known = bpf_map_lookup_elem(&binaries, &key);
-		if (known) {
-			bpf_map_update_elem(&procs, &tgid, known, BPF_ANY);
-			count(CNT_BINARY_HIT);
-		}
-	}
+	configure_from_binary(p, tgid, BPF_ANY);
 	emit_proc_event(EV_EXEC, tgid, tgid);
 	return 0;
 }

@@ -84,7 +84,9 @@ struct py_offsets {
 	__u16 bytes_size;		/* ob_size in PyVarObject */
 	__u16 bytes_data;		/* ob_sval */
 	__u16 tstate_datastack_chunk;	/* 3.11+: frames live in its chunks */
-	__u16 pad;
+	__u16 object_type;		/* ob_type in PyObject */
+	__u16 unicode_length;		/* length in PyASCIIObject */
+	__u16 pad[3];
 };
 
 enum py_proc_state {
@@ -131,6 +133,19 @@ enum sample_status {
 	ST_ERR_READ_CODE,	/* a code object could not be read */
 	ST_ERR_BAD_CODE,	/* frame's code field is not a code object */
 	ST__MAX,
+};
+
+/* What a thread was doing when its stack was taken: on a CPU, or off
+ * it and why.  Off-CPU stacks end in a pseudo-frame naming the cause. */
+enum sample_kind {
+	KIND_CPU = 0,
+	KIND_SLEEP,		/* [off-cpu: sleep] */
+	KIND_LOCK,		/* [off-cpu: lock] */
+	KIND_IO,		/* [off-cpu: io] */
+	KIND_GIL,		/* [off-cpu: gil] */
+	KIND_RUNQUEUE,		/* [runqueue] */
+	KIND_OTHER,		/* [off-cpu: other] */
+	KIND__MAX,
 };
 
 enum event_kind {

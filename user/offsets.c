@@ -26,6 +26,11 @@
 #define CODE_MAX	4096u
 #define SMALL_OBJ_MAX	256u		/* bytes and str objects */
 
+/* PyObject is { ob_refcnt, ob_type } in every release build of 3.13+
+ * (free-threaded builds are refused above); _Py_DebugOffsets does not
+ * carry it, the generated header facts check it. */
+#define PYOBJECT_TYPE	8
+
 int offsets__from_table(int major, int minor, struct py_offsets *out)
 {
 	unsigned int i;
@@ -327,6 +332,8 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->code_firstlineno = d->code_firstlineno;
 	o->code_linetable = d->code_linetable;
 	o->code_code_adaptive = d->code_adaptive;
+	o->object_type = PYOBJECT_TYPE;
+	o->unicode_length = d->unicode_length;
 	o->unicode_hash = d->unicode_length + 8;
 	o->unicode_state = d->unicode_state;
 	o->unicode_ascii_data = d->unicode_ascii_size;

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
+#include "clock.h"
 #include "process.h"
 #include "registry.h"
 
@@ -29,14 +29,6 @@ struct registry {
 	bool verbose;
 	char first_err[256];
 };
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 struct registry *registry__new(struct sampler *s, bool verbose)
 {
@@ -78,14 +70,35 @@ static struct entry *get_entry(struct registry *r, pid_t pid)
 	return e;
 }
 
-static void read_cwd(pid_t pid, char *buf, size_t len)
+/* What labels and short file names need: cwd, name, namespace pid. */
+static void read_identity(struct pyproc *pp)
 {
-	char path[64];
+	char path[64], line[256];
 	ssize_t n;
+	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
-	n = readlink(path, buf, len - 1);
-	buf[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cwd", pp->pid);
+	n = readlink(path, pp->cwd, sizeof(pp->cwd) - 1);
+	pp->cwd[n > 0 ? n : 0] = 0;
+	pp->comm[0] = 0;
+	pp->ns_pid = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", pp->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Name:\t", 6))
+			snprintf(pp->comm, sizeof(pp->comm), "%.*s",
+				 (int)strcspn(line + 6, "\n"), line + 6);
+		else if (!strncmp(line, "NSpid:", 6)) {
+			/* the last is the innermost namespace's */
+			char *last = strrchr(line, '\t');
+			int v = last ? atoi(last + 1) : 0;
+
+			pp->ns_pid = v > 0 && v != pp->pid ? v : 0;
+		}
+	}
+	fclose(f);
 }
 
 /* The entry is a Python process with these facts, seen by user space
@@ -96,15 +109,27 @@ static void mark_python(struct registry *r, struct entry *e,
 	e->p.state = PY_PROC_PYTHON;
 	e->p.proc = *proc;
 	e->p.minor = (proc->off.version_hex >> 16) & 0xff;
-	read_cwd(e->p.pid, e->p.cwd, sizeof(e->p.cwd));
+	read_identity(&e->p);
 	if (!e->counted)
 		r->npython++;
 	e->counted = true;
 }
 
+/* Mirror an entry into the BPF map; a full map is worth saying. */
+static void publish(struct registry *r, struct entry *e)
+{
+	int err = sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
+
+	if (err && err != -ENODEV && r->verbose)
+		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
+			e->p.pid, strerror(-err));
+}
+
 static void set_python(struct registry *r, struct entry *e,
 		       const struct pyproc_info *info)
 {
+	int err;
+
 	mark_python(r, e, &info->proc);
 	/* cache code objects only once their deallocs are being watched */
 	if (!sampler__watch_code_free(r->sampler, &info->interp_key,
@@ -113,9 +138,14 @@ static void set_python(struct registry *r, struct entry *e,
 	else if (r->verbose)
 		fprintf(stderr, "pysight: no code object cache for pid %d\n",
 			e->p.pid);
-	sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
-	if (info->exe_reusable)
-		sampler__set_binary(r->sampler, &info->exe_key, &e->p.proc);
+	publish(r, e);
+	if (info->exe_reusable) {
+		err = sampler__set_binary(r->sampler, &info->exe_key,
+					  &e->p.proc);
+		if (err && err != -ENODEV && r->verbose)
+			fprintf(stderr, "pysight: failed to remember %s in BPF: %s\n",
+				info->interp_path, strerror(-err));
+	}
 	if (r->verbose)
 		fprintf(stderr, "pysight: pid %d is Python 3.%d (%s)\n",
 			e->p.pid, info->minor, info->interp_path);
@@ -123,11 +153,11 @@ static void set_python(struct registry *r, struct entry *e,
 
 static void set_ignored(struct registry *r, struct entry *e, const char *why)
 {
-	struct py_proc ignored = { .state = PY_PROC_IGNORED };
-
+	memset(&e->p.proc, 0, sizeof(e->p.proc));
+	e->p.proc.state = PY_PROC_IGNORED;
 	e->p.state = PY_PROC_IGNORED;
 	snprintf(e->p.err, sizeof(e->p.err), "%s", why);
-	sampler__set_proc(r->sampler, e->p.pid, &ignored);
+	publish(r, e);
 }
 
 /* 0 done (either way), -EAGAIN try later. */
@@ -143,7 +173,7 @@ static int inspect(struct registry *r, struct entry *e)
 		return 0;
 	}
 	if (ret == -EAGAIN && e->retries++ < MAX_RETRIES) {
-		e->next_ns = now_ns() + RETRY_NS;
+		e->next_ns = clock__now_ns() + RETRY_NS;
 		r->retrying++;
 		return -EAGAIN;
 	}
@@ -219,7 +249,7 @@ void registry__exit(struct registry *r, pid_t pid)
 
 void registry__tick(struct registry *r)
 {
-	unsigned long long now = now_ns();
+	unsigned long long now = clock__now_ns();
 	struct entry *e, *tmp;
 
 	if (!r->retrying)

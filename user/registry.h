@@ -13,15 +13,18 @@
 
 struct pyproc {
 	pid_t pid;
+	pid_t ns_pid;			/* as its own pid namespace sees it */
 	int state;			/* enum py_proc_state */
 	int minor;
 	struct py_proc proc;
+	char comm[PYSIGHT_COMM_LEN + 1];	/* the process's name */
 	char cwd[PATH_MAX];
 	char err[256];			/* why it is ignored */
 };
 
 struct registry;
 
+/* s may be NULL: nothing is mirrored into BPF maps then (tests). */
 struct registry *registry__new(struct sampler *s, bool verbose);
 void registry__free(struct registry *r);
 

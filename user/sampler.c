@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "pysight.skel.h"
 #include "sampler.h"
 
@@ -123,14 +124,6 @@ fail:
 	return ret;
 }
 
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* uniform in [lo, hi) */
 static double uniform(struct sampler *s, double lo, double hi)
 {
@@ -174,6 +167,8 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 {
 	int ret, cpu, possible;
 
+	if (!s)
+		return -ENODEV;
 	ret = pysight_bpf__attach(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "failed to attach tracepoints: %s",
@@ -212,17 +207,17 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 				 cpu, strerror(-ret));
 			return ret;
 		}
-		t->next_jitter_ns = next_window(s, now_ns());
+		t->next_jitter_ns = next_window(s, clock__now_ns());
 	}
 	return 0;
 }
 
 void sampler__jitter(struct sampler *s)
 {
-	__u64 now = now_ns(), period;
+	__u64 now = clock__now_ns(), period;
 	int cpu;
 
-	if (s->fixed_period)
+	if (!s || s->fixed_period)
 		return;
 	for (cpu = 0; cpu < s->ncpus; cpu++) {
 		struct cpu_timer *t = &s->cpus[cpu];
@@ -230,15 +225,25 @@ void sampler__jitter(struct sampler *s)
 		if (!t->link || now < t->next_jitter_ns)
 			continue;
 		period = random_period(s);
-		ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period);
+		if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period)) {
+			/* keep the period it has: sampling goes on */
+			if (s->verbose)
+				fprintf(stderr, "pysight: failed to re-arm CPU %d: %s\n",
+					cpu, strerror(errno));
+			t->next_jitter_ns = UINT64_MAX;
+			continue;
+		}
 		t->next_jitter_ns = next_window(s, now);
 	}
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n;
 
+	if (!s)
+		return -ENODEV;
+	n = ring_buffer__poll(s->rb, timeout_ms);
 	if (n == -EINTR)
 		n = 0;
 	if (n < 0)
@@ -252,6 +257,9 @@ int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 {
 	__u32 key = pid;
 
+	if (!s)
+		return -ENODEV;
+
 	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p,
 				    sizeof(*p), BPF_ANY);
 }
@@ -259,6 +267,8 @@ int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
 			const struct py_proc *p)
 {
+	if (!s)
+		return -ENODEV;
 	return bpf_map__update_elem(s->skel->maps.binaries, key, sizeof(*key),
 				    p, sizeof(*p), BPF_ANY);
 }
@@ -267,19 +277,26 @@ int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p)
 {
 	__u32 key = pid;
 
+	if (!s)
+		return -ENODEV;
+
 	return bpf_map__lookup_elem(s->skel->maps.procs, &key, sizeof(key), p,
 				    sizeof(*p), 0);
 }
 
 void sampler__forget_stack(struct sampler *s, __u64 hash)
 {
-	bpf_map__delete_elem(s->skel->maps.stacks_seen, &hash, sizeof(hash), 0);
+	if (s)
+		bpf_map__delete_elem(s->skel->maps.stacks_seen, &hash, sizeof(hash), 0);
 }
 
 int sampler__add_target(struct sampler *s, pid_t pid)
 {
 	__u32 key = pid;
 	__u8 one = 1;
+
+	if (!s)
+		return -ENODEV;
 
 	return bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key),
 				    &one, sizeof(one), BPF_ANY);
@@ -293,7 +310,7 @@ void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX])
 	int c;
 
 	memset(out, 0, sizeof(__u64) * CNT__MAX);
-	if (ncpu <= 0)
+	if (!s || ncpu <= 0)
 		return;
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
@@ -314,6 +331,8 @@ int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
 	struct code_free_probe *p;
 	int i;
 
+	if (!s)
+		return -ENODEV;
 	for (i = 0; i < s->nprobes; i++)
 		if (!memcmp(&s->probes[i].key, key, sizeof(*key)))
 			return s->probes[i].link ? 0 : -ENOENT;

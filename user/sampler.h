@@ -20,6 +20,9 @@ struct sampler_opts {
 
 typedef int (*sampler_event_fn)(void *ctx, const void *data, size_t size);
 
+/* Every call below takes a NULL sampler (a collector without BPF, in the
+ * tests): it then does nothing, or returns -ENODEV. */
+
 int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		  void *ctx, struct sampler **out, char *err, size_t errlen);
 int sampler__start(struct sampler *s, char *err, size_t errlen);

@@ -129,11 +129,11 @@ static bool looks_alive(const uint8_t *obj, size_t size, uint64_t addr)
 
 /* Read an object's first len bytes: -EFAULT when unreadable or not of
  * type (0: any), -ESTALE when it has been freed. */
-static int read_object(pid_t pid, uint64_t addr, uint64_t type, uint8_t *buf,
-		       size_t len)
+static int read_object(pid_t pid, const struct py_offsets *off, uint64_t addr,
+		       uint64_t type, uint8_t *buf, size_t len)
 {
 	if (read_mem(pid, addr, buf, len) ||
-	    (type && get_u64(buf, len, 8) != type))
+	    (type && get_u64(buf, len, off->object_type) != type))
 		return -EFAULT;
 	return looks_alive(buf, len, addr) ? 0 : -ESTALE;
 }
@@ -179,9 +179,10 @@ static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	size_t data_off, o = 0;
 	char *s;
 
-	if (read_object(pid, addr, proc->unicode_type_addr, hdr, sizeof(hdr)))
+	if (read_object(pid, off, addr, proc->unicode_type_addr, hdr,
+			sizeof(hdr)))
 		return NULL;
-	len = get_u64(hdr, sizeof(hdr), 16);	/* after PyObject_HEAD */
+	len = get_u64(hdr, sizeof(hdr), off->unicode_length);
 	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
@@ -218,7 +219,8 @@ static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	uint8_t hdr[32];
 	uint64_t len;
 
-	if (read_object(pid, addr, proc->bytes_type_addr, hdr, sizeof(hdr)))
+	if (read_object(pid, off, addr, proc->bytes_type_addr, hdr,
+			sizeof(hdr)))
 		return -EFAULT;
 	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
@@ -234,29 +236,50 @@ static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	return 0;
 }
 
-/* The code object's window, checked against what BPF saw. */
-static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
-		     uint32_t check, uint8_t *win)
+/* The code object's window and the identity check BPF computes of it;
+ * -ESTALE when it has been freed. */
+static int read_code_check(pid_t pid, const struct py_proc *proc,
+			   uint64_t code, uint8_t *win, uint32_t *check)
 {
 	const struct py_offsets *off = &proc->off;
 	uint64_t name, nhash = 0;
 	int err;
 
-	/* -ESTALE: freed since BPF saw it */
-	err = read_object(pid, code, proc->code_type_addr, win,
+	err = read_object(pid, off, code, proc->code_type_addr, win,
 			  PYSIGHT_CODE_WINDOW);
 	if (err)
 		return err;
 	name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
 	if (name)
 		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
-	if (pysight_code_check(name,
-			       get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename),
-			       get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno),
-			       get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname),
-			       nhash) != check)
-		return -ESTALE;
+	*check = pysight_code_check(name,
+			get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename),
+			get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno),
+			get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname),
+			nhash);
 	return 0;
+}
+
+int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
+			uint32_t *check)
+{
+	uint8_t win[PYSIGHT_CODE_WINDOW];
+
+	return read_code_check(pid, proc, code, win, check);
+}
+
+/* The code object's window, checked against what BPF saw. */
+static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
+		     uint32_t check, uint8_t *win)
+{
+	uint32_t now;
+	int err;
+
+	/* -ESTALE: freed since BPF saw it */
+	err = read_code_check(pid, proc, code, win, &now);
+	if (err)
+		return err;
+	return now == check ? 0 : -ESTALE;
 }
 
 static void sym_clear(struct pysym *sym)

@@ -31,6 +31,11 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 				     const struct py_proc *proc, uint64_t code,
 				     uint32_t check);
 
+/* The identity check of a live code object, as BPF computes it (the
+ * frames read from user space need it too): 0, -EFAULT, -ESTALE. */
+int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
+			uint32_t *check);
+
 /* Drop every entry of a process that exited or exec'ed. */
 void symcache__forget(struct symcache *sc, pid_t pid);
 

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef __PYSIGHT_CLOCK_H
+#define __PYSIGHT_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* CLOCK_MONOTONIC in nanoseconds: bpf_ktime_get_ns's clock. */
+static inline uint64_t clock__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline double clock__now_s(void)
+{
+	return clock__now_ns() / 1e9;
+}
+
+#endif /* __PYSIGHT_CLOCK_H */
