@@ -21,10 +21,15 @@ DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-# what builds and runs without BPF or root: the unit tests link these
-LIB_SRCS := user/elffile.c user/filename.c user/linetable.c user/offsets.c \
-	    user/offsets_table.c user/process.c user/profile.c user/symbols.c \
-	    user/writer.c user/write_folded.c user/folded_read.c
+# what runs without BPF or root: the unit tests link these.  The
+# collector's sampler is linked too, for its skeleton's symbols; an
+# offline collector never loads it.
+LIB_SRCS := user/arena.c user/collector.c user/elffile.c user/filename.c \
+	    user/htab.c user/labels.c \
+	    user/linetable.c user/offsets.c user/offsets_table.c \
+	    user/process.c user/profile.c user/read_folded.c user/reader.c \
+	    user/registry.c user/sampler.c user/symbols.c user/tally.c \
+	    user/writer.c user/write_folded.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -74,10 +79,11 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 # sanitizers on: these parse untrusted bytes
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h \
+		$(OUTPUT)/pysight.skel.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) -lelf -lz -o $@
+		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
 
 unit: $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done

@@ -16,13 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "collector.h"
 #include "commands.h"
-#include "filename.h"
-#include "linetable.h"
-#include "profile.h"
-#include "registry.h"
-#include "sampler.h"
-#include "symbols.h"
 #include "usage.h"
 #include "writer.h"
 
@@ -46,14 +42,9 @@ struct record_opts {
 
 struct record {
 	struct record_opts o;
-	struct sampler *sampler;
-	struct registry *reg;
-	struct symcache *syms;
-	struct profile *prof;
+	struct collector *col;
 	pid_t child;
 	int child_status;
-	uint64_t unknown_stacks;		/* id-only sample before its frames */
-	uint64_t unknown_frames;		/* frames we could not symbolise */
 	bool child_exited;
 	char default_output[64];
 };
@@ -73,7 +64,7 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default pysight-DATE.folded)", 0 },
-	{ "format", 'f', "FORMAT", 0, "Output format: folded (default: from the file extension)", 0 },
+	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else folded)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
 	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
@@ -104,8 +95,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->output = arg;
 		break;
 	case 'f':
-		if (!writer__find(arg))
-			bad_value("--format", arg, "expected folded");
+		if (!writer__find(arg)) {
+			char names[128], want[160];
+
+			snprintf(want, sizeof(want), "expected one of %s",
+				 writer__names(names, sizeof(names)));
+			bad_value("--format", arg, want);
+		}
 		o->format = arg;
 		break;
 	case 'd':
@@ -190,141 +186,6 @@ static int check_btf(void)
 	return -ENOENT;
 }
 
-static const char *status_name(int st)
-{
-	static const char *const names[ST__MAX] = {
-		[ST_COMPLETE] = "complete",
-		[ST_TRUNCATED] = "truncated",
-		[ST_NO_TSTATE] = "not a Python thread",
-		[ST_IDLE] = "no Python frames",
-		[ST_ERR_READ_RUNTIME] = "interpreter state unreadable",
-		[ST_ERR_READ_FRAME] = "frame read fault",
-		[ST_ERR_READ_CODE] = "code object read fault",
-		[ST_ERR_BAD_CODE] = "bad code object",
-	};
-
-	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
-}
-
-static const struct pframe *python_frame(struct record *r,
-					 const struct pyproc *pp,
-					 const struct py_frame *f)
-{
-	const struct pysym *sym;
-	const char *file;
-	int line = 0;
-
-	sym = symcache__lookup(r->syms, pp->pid, &pp->proc, f->code, f->check);
-	if (!sym) {
-		r->unknown_frames++;
-		return profile__frame(r->prof, "[unknown]", NULL, 0,
-				      PFRAME_PSEUDO);
-	}
-	if (!r->o.nolineno) {
-		line = f->lasti < 0 ? sym->firstlineno :
-			linetable__line(pp->minor, sym->linetable,
-					sym->linetable_len, sym->firstlineno,
-					f->lasti);
-		if (line < 0)
-			line = 0;
-	}
-	file = r->o.full_filenames ? sym->filename :
-		filename__shorten(sym->filename, pp->cwd);
-	return profile__frame(r->prof, sym->qualname, file, line,
-			      PFRAME_PYTHON);
-}
-
-/* Symbolise a stack the first time BPF sends its frames. */
-/*
- * A stack with a frame we could not name is kept under a provisional key,
- * and BPF is told to forget its hash: the next sample of it brings its
- * frames again, to be named then.  Otherwise one early miss would stay
- * [unknown] for every later sample of the same hash (an exec loop brings
- * back the same code address and identity for each new function).
- */
-#define PROVISIONAL 1ULL
-
-static int add_stack(struct record *r, const struct pyproc *pp,
-		     const struct sample_event *ev,
-		     const struct py_frame *frames, uint64_t *key)
-{
-	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
-	uint64_t misses = r->unknown_frames;
-	int n = 0, i;
-
-	if (ev->status == ST_TRUNCATED)
-		out[n++] = profile__frame(r->prof, "[truncated]", NULL, 0,
-					  PFRAME_PSEUDO);
-	else if (ev->status != ST_COMPLETE)
-		out[n++] = profile__frame(r->prof, "[partial stack]", NULL, 0,
-					  PFRAME_PSEUDO);
-	for (i = ev->nframes - 1; i >= 0; i--)
-		out[n++] = python_frame(r, pp, &frames[i]);
-	for (i = 0; i < n; i++)
-		if (!out[i])
-			return -ENOMEM;
-	*key = ev->stack_hash;
-	if (r->unknown_frames != misses) {
-		*key ^= PROVISIONAL;
-		sampler__forget_stack(r->sampler, ev->stack_hash);
-	}
-	return profile__add_stack(r->prof, ev->hdr.pid, *key, out, n);
-}
-
-static int handle_sample(struct record *r, const void *data, size_t size)
-{
-	const struct sample_event *ev = data;
-	uint64_t key = ev->stack_hash;
-	const struct pyproc *pp;
-	char comm[PYSIGHT_COMM_LEN + 1];
-
-	if (size < sizeof(*ev) ||
-	    ev->nframes > PYSIGHT_MAX_FRAMES ||
-	    (ev->has_frames &&
-	     size < sizeof(*ev) + ev->nframes * sizeof(struct py_frame)))
-		return 0;
-	if (!ev->nframes)
-		return 0;	/* an error before the first frame: counted */
-	pp = registry__get(r->reg, ev->hdr.pid);
-	if (!pp)
-		return 0;
-	if (ev->has_frames &&
-	    add_stack(r, pp, ev, (const struct py_frame *)(ev + 1), &key))
-		return -ENOMEM;
-	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
-	comm[PYSIGHT_COMM_LEN] = 0;
-	/* a known hash, else the provisional stack of the same hash */
-	if (profile__add_sample(r->prof, ev->hdr.pid, key, ev->hdr.tid, comm,
-				1) == -ENOENT &&
-	    profile__add_sample(r->prof, ev->hdr.pid, key ^ PROVISIONAL,
-				ev->hdr.tid, comm, 1) == -ENOENT)
-		r->unknown_stacks++;
-	return 0;
-}
-
-static int on_event(void *ctx, const void *data, size_t size)
-{
-	const struct event_header *h = data;
-	struct record *r = ctx;
-
-	if (size < sizeof(*h))
-		return 0;
-	switch (h->kind) {
-	case EV_SAMPLE:
-		return handle_sample(r, data, size);
-	case EV_NEW_PID:
-	case EV_EXEC:
-		symcache__forget(r->syms, h->pid);
-		registry__discover(r->reg, h->pid);
-		break;
-	case EV_EXIT:
-		symcache__forget(r->syms, h->pid);
-		registry__exit(r->reg, h->pid);
-		break;
-	}
-	return 0;
-}
-
 /*
  * Fork the command stopped on a pipe, so it is a target before it runs.
  * A second, close-on-exec pipe carries execvp's errno back, or closes
@@ -390,59 +251,52 @@ static bool targets_alive(struct record *r)
 	return r->o.npids == 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void summary(struct record *r, double secs, const char *path, int werr)
 {
-	uint64_t c[CNT__MAX], errs = 0, total;
-	unsigned int nprocs, nthreads;
-	const char *why;
-	int st;
+	struct profile *p = collector__profile(r->col);
+	struct collector_stats st;
+	uint64_t errs = 0, total;
+	unsigned int nthreads;
+	int i;
 
-	sampler__counters(r->sampler, c);
-	total = c[CNT_SAMPLES];
-	nprocs = registry__npython(r->reg);
-	nthreads = profile__nthreads(r->prof);
+	collector__stats(r->col, &st);
+	total = st.counters[CNT_SAMPLES];
+	nthreads = profile__nthreads(p);
 	fprintf(stderr, "pysight: %.1f s, %" PRIu64 " samples of Python processes "
 		"(%u process%s, %u thread%s with Python stacks)\n",
-		secs, total, nprocs, nprocs == 1 ? "" : "es", nthreads,
+		secs, total, st.npython, st.npython == 1 ? "" : "es", nthreads,
 		nthreads == 1 ? "" : "s");
-	for (st = ST_COMPLETE; st < ST__MAX; st++) {
-		uint64_t n = c[CNT_STATUS_BASE + st];
+	for (i = ST_COMPLETE; i < ST__MAX; i++) {
+		uint64_t n = st.counters[CNT_STATUS_BASE + i];
 
 		if (!n)
 			continue;
 		fprintf(stderr, "pysight:   %-30s %10" PRIu64 " (%.1f%%)\n",
-			status_name(st), n, total ? 100.0 * n / total : 0.0);
-		if (st >= ST_ERR_READ_RUNTIME)
+			collector__status_name(i), n,
+			total ? 100.0 * n / total : 0.0);
+		if (i >= ST_ERR_READ_RUNTIME)
 			errs += n;
 	}
 	fprintf(stderr, "pysight:   errors %.2f%%, lost %" PRIu64
 		" (ring buffer full), %" PRIu64 " unknown frames\n",
 		total ? 100.0 * errs / total : 0.0,
-		c[CNT_RB_DROPS] + r->unknown_stacks, r->unknown_frames);
+		st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.unknown_frames);
 	if (r->o.verbose)
 		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
 			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
 			", stale symbols %" PRIu64 "\n",
-			c[CNT_TSTATE_CACHE_HIT], c[CNT_TSTATE_WALK],
-			c[CNT_CODE_CACHE_HIT], c[CNT_CODE_FREED],
-			symcache__stale(r->syms));
-	why = registry__first_error(r->reg);
-	if (why)
-		fprintf(stderr, "pysight: some processes were skipped: %s\n", why);
+			st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
+			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
+			st.stale_symbols);
+	if (st.first_error)
+		fprintf(stderr, "pysight: some processes were skipped: %s\n",
+			st.first_error);
 	if (werr)
 		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
 			strerror(-werr));
 	else
 		fprintf(stderr, "pysight: wrote %u stacks to %s\n",
-			profile__nstacks(r->prof), path);
+			profile__nstacks(p), path);
 }
 
 static int add_pids(struct record *r)
@@ -451,31 +305,25 @@ static int add_pids(struct record *r)
 	int i, ret;
 
 	for (i = 0; i < r->o.npids; i++) {
-		ret = registry__add(r->reg, r->o.pids[i], err, sizeof(err));
+		ret = collector__add_pid(r->col, r->o.pids[i], err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "pysight: %s\n", err);
 			return ret;
 		}
-		sampler__add_target(r->sampler, r->o.pids[i]);
 	}
 	return 0;
 }
 
 static void run_loop(struct record *r)
 {
-	double start = now_s(), last_check = 0;
+	double start = clock__now_s(), last_check = 0;
 
 	while (!exiting) {
 		double t;
 
-		/* new stacks and processes wake us; known stacks wait for the
-		 * tick, which retries of early inspections want shorter */
-		if (sampler__poll(r->sampler,
-				  registry__retrying(r->reg) ? 5 : 50) < 0)
+		if (collector__poll(r->col, 50) < 0)
 			break;
-		registry__tick(r->reg);
-		sampler__jitter(r->sampler);
-		t = now_s();
+		t = clock__now_s();
 		if (r->o.duration && t - start >= r->o.duration)
 			break;
 		if (t - last_check >= 0.05) {
@@ -484,29 +332,27 @@ static void run_loop(struct record *r)
 				break;
 		}
 	}
-	sampler__poll(r->sampler, 0);	/* what is still in the ring */
+	collector__poll(r->col, 0);	/* what is still in the ring */
 }
 
 static int setup(struct record *r, int *go_fd, int *err_fd)
 {
-	struct sampler_opts so = {
+	struct collector_opts co = {
 		.rate_hz = r->o.rate,
+		.mode = MODE_CPU,
 		.filter_pids = r->o.npids || r->o.command,
+		.nolineno = r->o.nolineno,
+		.full_filenames = r->o.full_filenames,
 		.verbose = r->o.verbose,
 	};
 	char err[300];
 	int ret;
 
-	ret = sampler__open(&so, on_event, r, &r->sampler, err, sizeof(err));
+	ret = collector__open(&co, &r->col, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "pysight: %s\n", err);
 		return ret;
 	}
-	r->reg = registry__new(r->sampler, r->o.verbose);
-	r->syms = symcache__new();
-	r->prof = profile__new(r->o.threads);
-	if (!r->reg || !r->syms || !r->prof)
-		return -ENOMEM;
 	ret = add_pids(r);
 	if (ret)
 		return ret;
@@ -517,9 +363,9 @@ static int setup(struct record *r, int *go_fd, int *err_fd)
 				r->o.command[0], strerror(-ret));
 			return ret;
 		}
-		sampler__add_target(r->sampler, r->child);
+		collector__add_target(r->col, r->child);
 	}
-	ret = sampler__start(r->sampler, err, sizeof(err));
+	ret = collector__start(r->col, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "pysight: %s\n", err);
 		return ret;
@@ -544,7 +390,7 @@ static void install_signals(void)
  */
 static void wait_command(struct record *r, int err)
 {
-	double start = now_s(), forwarded = 0;
+	double start = clock__now_s(), forwarded = 0;
 	int sig = err ? SIGTERM : exiting;
 
 	if (!err)
@@ -557,10 +403,10 @@ static void wait_command(struct record *r, int err)
 		if (exiting)
 			sig = exiting;
 		exiting = 0;
-		if (sig && (sig != SIGINT || now_s() - start > 1.0) &&
-		    now_s() - forwarded > 1.0) {
+		if (sig && (sig != SIGINT || clock__now_s() - start > 1.0) &&
+		    clock__now_s() - forwarded > 1.0) {
 			kill(r->child, sig);
-			forwarded = now_s();
+			forwarded = clock__now_s();
 			sig = 0;
 		}
 		usleep(20000);
@@ -588,6 +434,7 @@ int cmd_record(int argc, char **argv)
 	const struct argp argp = { options, parse_opt, "[-- COMMAND [ARG...]]", doc,
 				   NULL, NULL, NULL };
 	struct record r = { .o = { .rate = DEFAULT_RATE } };
+	struct write_opts wo = {};
 	const struct writer *w;
 	int go_fd = -1, err_fd = -1, err;
 	double start;
@@ -611,6 +458,8 @@ int cmd_record(int argc, char **argv)
 	if (r.o.command && r.o.npids)
 		usage_error("give -p or a command, not both");
 	w = pick_writer(&r);
+	if (r.o.threads)
+		wo.groups[wo.ngroups++] = GROUP_THREAD;
 	err = check_privileges();
 	if (!err)
 		err = check_btf();
@@ -633,10 +482,10 @@ int cmd_record(int argc, char **argv)
 		r.o.command ? r.o.command[0] :
 		r.o.npids ? "the given processes" : "all Python processes",
 		r.o.rate);
-	start = now_s();
+	start = clock__now_s();
 	run_loop(&r);
-	err = writer__write_file(w, r.prof, r.o.output);
-	summary(&r, now_s() - start, r.o.output, err);
+	err = writer__write_file(w, collector__profile(r.col), &wo, r.o.output);
+	summary(&r, clock__now_s() - start, r.o.output, err);
 
 cleanup:
 	if (go_fd >= 0)
@@ -645,9 +494,6 @@ cleanup:
 		close(err_fd);
 	if (r.child > 0 && !r.child_exited)
 		wait_command(&r, err);
-	sampler__destroy(r.sampler);
-	profile__free(r.prof);
-	symcache__free(r.syms);
-	registry__free(r.reg);
+	collector__free(r.col);
 	return err != 0;
 }

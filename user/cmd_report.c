@@ -1,27 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* pysight report: the top frames of a folded profile, by self and total. */
+/* pysight report: the top frames of a profile, by self and total. */
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "commands.h"
-#include "folded_read.h"
+#include "reader.h"
+#include "tally.h"
 #include "usage.h"
 
-struct frame_stat {
-	char *name;
-	uint64_t self, total;
-	uint64_t seen;		/* last stack it was counted in, for total */
-	UT_hash_handle hh;
-};
-
-struct report {
-	struct frame_stat *frames;
-	uint64_t total, stack_no;
+struct report_opts {
 	int top;
 	const char *path;
 };
@@ -33,7 +24,7 @@ static const struct argp_option options[] = {
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
-	struct report *r = state->input;
+	struct report_opts *r = state->input;
 	char *end;
 	long n;
 
@@ -59,101 +50,68 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static struct frame_stat *stat_of(struct report *r, const char *name)
+/* What the total is: "77 samples", or time with its split by cause. */
+static void print_total(const struct profile *p, const struct tally *t)
 {
-	struct frame_stat *s;
+	int k;
 
-	HASH_FIND_STR(r->frames, name, s);
-	if (s)
-		return s;
-	s = calloc(1, sizeof(*s));
-	if (!s || !(s->name = strdup(name))) {
-		free(s);
-		return NULL;
+	if (profile__unit(p) == UNIT_SAMPLES) {
+		printf("(%" PRIu64 " samples)\n", t->total);
+		return;
 	}
-	HASH_ADD_KEYPTR(hh, r->frames, s->name, strlen(s->name), s);
-	return s;
+	printf("(%.3f s of time:", t->total / 1e9);
+	for (k = 0; k < KIND__MAX; k++)
+		if (t->by_kind[k])
+			printf(" %s %.1f%%", profile__kind_name(k),
+			       100.0 * t->by_kind[k] / t->total);
+	printf(")\n");
 }
 
-static int add_stack(char **frames, int n, uint64_t count, void *ctx)
+static void print_table(const struct profile *p, const struct tally *t,
+			int top)
 {
-	struct report *r = ctx;
-	int i;
-
-	r->stack_no++;
-	r->total += count;
-	for (i = 0; i < n; i++) {
-		struct frame_stat *s = stat_of(r, frames[i]);
-
-		if (!s)
-			return -ENOMEM;
-		if (s->seen != r->stack_no) {	/* recursion counts once */
-			s->seen = r->stack_no;
-			s->total += count;
-		}
-		if (i == n - 1)
-			s->self += count;
-	}
-	return 0;
-}
-
-static int by_self(struct frame_stat *a, struct frame_stat *b)
-{
-	if (a->self != b->self)
-		return a->self < b->self ? 1 : -1;
-	if (a->total != b->total)
-		return a->total < b->total ? 1 : -1;
-	return strcmp(a->name, b->name);
-}
-
-static void print_table(struct report *r)
-{
-	struct frame_stat *s, *tmp;
-	int shown = 0;
+	size_t i;
 
 	printf("%7s %7s  %s\n", "self%", "total%", "frame");
-	HASH_SORT(r->frames, by_self);
-	HASH_ITER(hh, r->frames, s, tmp) {
-		if (shown++ < r->top)
-			printf("%6.1f%% %6.1f%%  %s\n", 100.0 * s->self / r->total,
-			       100.0 * s->total / r->total, s->name);
-		HASH_DEL(r->frames, s);
-		free(s->name);
-		free(s);
-	}
-	printf("(%" PRIu64 " samples)\n", r->total);
+	for (i = 0; i < t->n && i < (size_t)top; i++)
+		printf("%6.1f%% %6.1f%%  %s\n",
+		       100.0 * t->rows[i].self / t->total,
+		       100.0 * t->rows[i].total / t->total, t->rows[i].text);
+	print_total(p, t);
 }
 
 int cmd_report(int argc, char **argv)
 {
 	const struct argp argp = { options, parse_opt, "PROFILE",
-				   "Show the hottest frames of a folded profile.",
+				   "Show the hottest frames of a profile.",
 				   NULL, NULL, NULL };
-	struct report r = { .top = 20 };
-	char err[128] = "";
-	FILE *f;
+	struct report_opts r = { .top = 20 };
+	struct tally_opts to = { .by = BY_LINE };
+	struct profile *p = NULL;
+	struct tally t;
+	char err[512] = "";
 	int ret;
 
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &r))
 		return 2;
-	f = fopen(r.path, "r");
-	if (!f) {
-		fprintf(stderr, "pysight: cannot open %s: %s\n", r.path,
-			strerror(errno));
-		return 1;
-	}
-	ret = folded__read(f, add_stack, &r, err, sizeof(err));
-	fclose(f);
+	ret = reader__load(r.path, &p, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s is not a folded profile: %s\n",
-			r.path, err[0] ? err : strerror(-ret));
+		fprintf(stderr, "pysight: %s\n", err);
 		return 1;
 	}
-	if (!r.total) {
-		printf("%s: no samples\n", r.path);
-		return 0;
+	ret = tally__build(p, &to, &t);
+	if (ret) {
+		fprintf(stderr, "pysight: failed to read %s: %s\n", r.path,
+			strerror(-ret));
+		profile__free(p);
+		return 1;
 	}
-	print_table(&r);
+	if (!t.total)
+		printf("%s: no samples\n", r.path);
+	else
+		print_table(p, &t, r.top);
+	tally__free(&t);
+	profile__free(p);
 	return 0;
 }

@@ -1,285 +1,345 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The profile model.  Strings are interned once, so frames, threads and
+ * cgroups compare by pointer, and stacks by their frame pointers.
+ */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
+#include "arena.h"
+#include "htab.h"
 #include "profile.h"
 
+struct str_entry {
+	UT_hash_handle hh;
+	char s[];
+};
+
+struct frame_key {
+	const char *name, *file;
+	int line, firstline, kind;
+	int pad;
+};
+
 struct frame_entry {
+	struct frame_key key;
+	UT_hash_handle hh;
 	struct pframe f;
-	char *key;		/* kind \x1f name \x1f file \x1f line */
+};
+
+
+struct thread_key {
+	pid_t pid, ns_pid, tid;
+	int pad;
+	const char *process, *name;
+};
+
+struct thread_entry {
+	struct thread_key key;
 	UT_hash_handle hh;
+	struct pthread t;
 };
 
-struct stack_key {
-	pid_t pid;
-	uint32_t pad;
-	uint64_t hash;
+struct cgroup_key {
+	uint64_t id;
+	const char *path;
 };
 
-struct stack_entry {
-	struct stack_key key;
-	const struct pframe **frames;
-	int n;
+struct cgroup_entry {
+	struct cgroup_key key;
 	UT_hash_handle hh;
+	struct pcgroup c;
 };
 
-struct sample_key {
-	struct stack_key stack;
-	pid_t tid;
-	uint32_t pad;
-};
-
-struct sample_entry {
-	struct sample_key key;
-	struct stack_entry *stack;
-	uint64_t weight;
-	UT_hash_handle hh;
-};
-
-struct id_entry {
-	pid_t id;
-	char comm[16];
-	UT_hash_handle hh;
-};
 
 struct profile {
-	bool threads;
+	enum profile_unit unit;
+	struct profile_meta meta;
+	struct str_entry *strs;
 	struct frame_entry *frames;
-	struct stack_entry *stacks;
-	struct sample_entry *samples;
-	struct id_entry *tids, *pids;
-	uint64_t total;
+	struct thread_entry *threads;
+	struct cgroup_entry *cgroups;
+	/* stacks and entries grow with the profile: arenas and flat sets */
+	struct arena stack_mem, entry_mem;
+	struct htab stacks, entries;
+	unsigned int nframes, nthreads, ncgroups;
+	uint64_t total, by_kind[KIND__MAX];
 };
 
-static void frame_entry_free(struct frame_entry *e);
+static uint64_t stack_hash(const void *item)
+{
+	const struct pstack *s = item;
+	uint64_t h = s->n;
+	unsigned int i;
 
-struct profile *profile__new(bool threads)
+	for (i = 0; i < s->n; i++)
+		h = pysight_mix64(h ^ (uintptr_t)s->frames[i]);
+	return h;
+}
+
+static uint64_t entry_hash(const void *item)
+{
+	const struct pentry *e = item;
+	uint64_t h;
+
+	h = pysight_mix64((uintptr_t)e->stack ^ (uint64_t)e->kind << 3);
+	h = pysight_mix64(h ^ (uintptr_t)e->thread);
+	return pysight_mix64(h ^ (uintptr_t)e->cgroup);
+}
+
+struct profile *profile__new(enum profile_unit unit)
 {
 	struct profile *p = calloc(1, sizeof(*p));
 
-	if (p)
-		p->threads = threads;
+	if (!p)
+		return NULL;
+	p->unit = unit;
+	p->stacks.hash = stack_hash;
+	p->entries.hash = entry_hash;
 	return p;
 }
 
+#define FREE_ALL(head, e, tmp)                  \
+	HASH_ITER(hh, head, e, tmp) {           \
+		HASH_DEL(head, e);              \
+		free(e);                        \
+	}
+
 void profile__free(struct profile *p)
 {
+	struct str_entry *s, *st;
 	struct frame_entry *f, *ft;
-	struct stack_entry *s, *st;
-	struct sample_entry *e, *et;
-	struct id_entry *i, *it;
+	struct thread_entry *t, *tt;
+	struct cgroup_entry *c, *ct;
 
 	if (!p)
 		return;
-	HASH_ITER(hh, p->samples, e, et) {
-		HASH_DEL(p->samples, e);
-		free(e);
-	}
-	HASH_ITER(hh, p->stacks, s, st) {
-		HASH_DEL(p->stacks, s);
-		free(s->frames);
-		free(s);
-	}
-	HASH_ITER(hh, p->frames, f, ft) {
-		HASH_DEL(p->frames, f);
-		frame_entry_free(f);
-	}
-	HASH_ITER(hh, p->tids, i, it) {
-		HASH_DEL(p->tids, i);
-		free(i);
-	}
-	HASH_ITER(hh, p->pids, i, it) {
-		HASH_DEL(p->pids, i);
-		free(i);
-	}
+	htab__free(&p->entries);
+	htab__free(&p->stacks);
+	arena__free(&p->entry_mem);
+	arena__free(&p->stack_mem);
+	FREE_ALL(p->frames, f, ft);
+	FREE_ALL(p->threads, t, tt);
+	FREE_ALL(p->cgroups, c, ct);
+	FREE_ALL(p->strs, s, st);
 	free(p);
 }
 
-/* Folded output splits on ';' and the last ' ' before the count. */
-static void sanitize(char *s)
+enum profile_unit profile__unit(const struct profile *p)
 {
-	for (; *s; s++)
-		if (*s == ';' || *s == '\n' || *s == '\r')
-			*s = *s == ';' ? ':' : ' ';
+	return p->unit;
 }
 
-static char *make_label(const char *name, const char *file, int line, int kind)
+struct profile_meta *profile__meta(struct profile *p)
 {
-	char *s = NULL;
-	int r;
+	return &p->meta;
+}
 
-	if (kind != PFRAME_PYTHON || !file)
-		r = asprintf(&s, "%s", name);
-	else if (line > 0)
-		r = asprintf(&s, "%s (%s:%d)", name, file, line);
-	else
-		r = asprintf(&s, "%s (%s)", name, file);
-	if (r < 0)
+/* The profile's copy of s (NULL stays NULL). */
+static const char *intern(struct profile *p, const char *s)
+{
+	struct str_entry *e;
+	size_t len;
+
+	if (!s)
 		return NULL;
-	sanitize(s);
-	return s;
-}
-
-static void frame_entry_free(struct frame_entry *e)
-{
-	free(e->key);
-	free((char *)e->f.name);
-	free((char *)e->f.file);
-	free((char *)e->f.label);
-	free(e);
+	len = strlen(s);
+	HASH_FIND(hh, p->strs, s, len, e);
+	if (e)
+		return e->s;
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	memcpy(e->s, s, len + 1);
+	HASH_ADD_KEYPTR(hh, p->strs, e->s, len, e);
+	return e->s;
 }
 
 const struct pframe *profile__frame(struct profile *p, const char *name,
-				    const char *file, int line, int kind)
+				    const char *file, int line, int firstline,
+				    int kind)
 {
+	struct frame_key key;
 	struct frame_entry *e;
-	char *key;
 
-	if (asprintf(&key, "%d\x1f%s\x1f%s\x1f%d", kind, name,
-		     file ? file : "", line) < 0)
+	memset(&key, 0, sizeof(key));
+	key.name = intern(p, name ? name : "");
+	key.file = intern(p, file);
+	if (!key.name || (file && !key.file))
 		return NULL;
-	HASH_FIND_STR(p->frames, key, e);
-	if (e) {
-		free(key);
+	key.line = line;
+	key.firstline = firstline;
+	key.kind = kind;
+	HASH_FIND(hh, p->frames, &key, sizeof(key), e);
+	if (e)
 		return &e->f;
-	}
 	e = calloc(1, sizeof(*e));
-	if (!e) {
-		free(key);
+	if (!e)
 		return NULL;
-	}
 	e->key = key;
-	e->f.name = strdup(name);
-	e->f.file = file ? strdup(file) : NULL;
+	e->f.name = key.name;
+	e->f.file = key.file;
 	e->f.line = line;
+	e->f.firstline = firstline;
 	e->f.kind = kind;
-	e->f.label = make_label(name, file, line, kind);
-	if (!e->f.name || (file && !e->f.file) || !e->f.label) {
-		frame_entry_free(e);
-		return NULL;
-	}
-	HASH_ADD_KEYPTR(hh, p->frames, e->key, strlen(e->key), e);
+	e->f.id = p->nframes++;
+	HASH_ADD(hh, p->frames, key, sizeof(key), e);
 	return &e->f;
 }
 
-static struct stack_entry *find_stack(struct profile *p, pid_t pid,
-				      uint64_t hash)
+struct stack_probe {
+	const struct pframe *const *frames;
+	unsigned int n;
+};
+
+static bool stack_eq(const void *item, const void *key)
 {
-	struct stack_key key;
-	struct stack_entry *s;
+	const struct pstack *s = item;
+	const struct stack_probe *k = key;
+
+	return s->n == k->n &&
+	       !memcmp(s->frames, k->frames, k->n * sizeof(k->frames[0]));
+}
+
+const struct pstack *profile__stack(struct profile *p,
+				    const struct pframe *const *frames,
+				    unsigned int n)
+{
+	struct stack_probe key = { frames, n };
+	struct pstack probe = { .n = n };
+	uint64_t hash;
+	struct pstack *s;
+	unsigned int i;
+
+	hash = probe.n;
+	for (i = 0; i < n; i++)
+		hash = pysight_mix64(hash ^ (uintptr_t)frames[i]);
+	s = htab__find(&p->stacks, hash, stack_eq, &key);
+	if (s)
+		return s;
+	s = arena__alloc(&p->stack_mem, sizeof(*s) + n * sizeof(frames[0]));
+	if (!s)
+		return NULL;
+	s->id = p->stacks.n;
+	s->n = n;
+	memcpy(s->frames, frames, n * sizeof(frames[0]));
+	return htab__insert(&p->stacks, hash, s) ? NULL : s;
+}
+
+const struct pthread *profile__thread(struct profile *p, pid_t pid,
+				      pid_t ns_pid, pid_t tid,
+				      const char *process, const char *name)
+{
+	struct thread_key key;
+	struct thread_entry *e;
 
 	memset(&key, 0, sizeof(key));
 	key.pid = pid;
-	key.hash = hash;
-	HASH_FIND(hh, p->stacks, &key, sizeof(key), s);
-	return s;
-}
-
-bool profile__has_stack(struct profile *p, pid_t pid, uint64_t hash)
-{
-	return find_stack(p, pid, hash) != NULL;
-}
-
-int profile__add_stack(struct profile *p, pid_t pid, uint64_t hash,
-		       const struct pframe **frames, int n)
-{
-	struct stack_entry *s = find_stack(p, pid, hash);
-
-	if (s)
-		return 0;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->frames = calloc(n ? n : 1, sizeof(*frames));
-	if (!s->frames) {
-		free(s);
-		return -ENOMEM;
-	}
-	memcpy(s->frames, frames, n * sizeof(*frames));
-	s->n = n;
-	s->key.pid = pid;
-	s->key.hash = hash;
-	HASH_ADD(hh, p->stacks, key, sizeof(s->key), s);
-	return 0;
-}
-
-static void note_id(struct id_entry **set, pid_t id, const char *comm)
-{
-	struct id_entry *e;
-
-	HASH_FIND_INT(*set, &id, e);
+	key.ns_pid = ns_pid;
+	key.tid = tid;
+	key.process = intern(p, process);
+	key.name = intern(p, name);
+	if ((process && !key.process) || (name && !key.name))
+		return NULL;
+	HASH_FIND(hh, p->threads, &key, sizeof(key), e);
 	if (e)
-		return;
+		return &e->t;
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return;
-	e->id = id;
-	snprintf(e->comm, sizeof(e->comm), "%s", comm ? comm : "");
-	HASH_ADD_INT(*set, id, e);
+		return NULL;
+	e->key = key;
+	e->t.pid = pid;
+	e->t.ns_pid = ns_pid;
+	e->t.tid = tid;
+	e->t.process = key.process;
+	e->t.name = key.name;
+	e->t.id = p->nthreads++;
+	HASH_ADD(hh, p->threads, key, sizeof(key), e);
+	return &e->t;
 }
 
-int profile__add_sample(struct profile *p, pid_t pid, uint64_t hash,
-			pid_t tid, const char *comm, uint64_t weight)
+const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
+				      const char *path)
 {
-	struct stack_entry *s = find_stack(p, pid, hash);
-	struct sample_key key;
-	struct sample_entry *e;
+	struct cgroup_key key;
+	struct cgroup_entry *e;
 
-	if (!s)
-		return -ENOENT;
 	memset(&key, 0, sizeof(key));
-	key.stack = s->key;
-	key.tid = p->threads ? tid : 0;
-	HASH_FIND(hh, p->samples, &key, sizeof(key), e);
+	key.id = id;
+	key.path = intern(p, path);
+	if (path && !key.path)
+		return NULL;
+	HASH_FIND(hh, p->cgroups, &key, sizeof(key), e);
+	if (e)
+		return &e->c;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->key = key;
+	e->c.id = id;
+	e->c.path = key.path;
+	e->c.num = p->ncgroups++;
+	HASH_ADD(hh, p->cgroups, key, sizeof(key), e);
+	return &e->c;
+}
+
+static bool entry_eq(const void *item, const void *key)
+{
+	const struct pentry *a = item, *b = key;
+
+	return a->stack == b->stack && a->thread == b->thread &&
+	       a->cgroup == b->cgroup && a->kind == b->kind;
+}
+
+int profile__add(struct profile *p, const struct pstack *stack,
+		 const struct pthread *thread, const struct pcgroup *cgroup,
+		 int kind, uint64_t count, uint64_t weight)
+{
+	struct pentry key = { stack, thread, cgroup, kind, 0, 0 }, *e;
+	uint64_t hash;
+
+	if (kind < 0 || kind >= KIND__MAX)
+		return -EINVAL;
+	hash = entry_hash(&key);
+	e = htab__find(&p->entries, hash, entry_eq, &key);
 	if (!e) {
-		e = calloc(1, sizeof(*e));
+		e = arena__alloc(&p->entry_mem, sizeof(*e));
 		if (!e)
 			return -ENOMEM;
-		e->key = key;
-		e->stack = s;
-		HASH_ADD(hh, p->samples, key, sizeof(e->key), e);
+		*e = key;
+		if (htab__insert(&p->entries, hash, e))
+			return -ENOMEM;
 	}
+	e->count += count;
 	e->weight += weight;
 	p->total += weight;
-	note_id(&p->tids, tid, comm);
-	note_id(&p->pids, pid, NULL);
+	p->by_kind[kind] += weight;
 	return 0;
 }
 
-static const struct pframe *thread_frame(struct profile *p, pid_t tid)
+void profile__reset(struct profile *p)
 {
-	struct id_entry *e;
-	char name[64];
-
-	HASH_FIND_INT(p->tids, &tid, e);
-	snprintf(name, sizeof(name), "thread %d (%s)", tid, e ? e->comm : "?");
-	return profile__frame(p, name, NULL, 0, PFRAME_THREAD);
+	htab__clear(&p->entries);
+	arena__free(&p->entry_mem);
+	p->total = 0;
+	memset(p->by_kind, 0, sizeof(p->by_kind));
 }
 
-int profile__samples(struct profile *p, struct psample **out, size_t *n)
+int profile__entries(const struct profile *p, const struct pentry ***out,
+		     size_t *n)
 {
-	struct sample_entry *e, *tmp;
-	struct psample *arr;
-	size_t i = 0;
+	const struct pentry **arr;
+	size_t i, k = 0;
 
-	*n = HASH_COUNT(p->samples);
+	*n = p->entries.n;
 	arr = calloc(*n ? *n : 1, sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
-	HASH_ITER(hh, p->samples, e, tmp) {
-		arr[i].thread = p->threads ? thread_frame(p, e->key.tid) : NULL;
-		if (p->threads && !arr[i].thread) {
-			free(arr);
-			return -ENOMEM;
-		}
-		arr[i].frames = e->stack->frames;
-		arr[i].nframes = e->stack->n;
-		arr[i].weight = e->weight;
-		i++;
-	}
+	for (i = 0; i < p->entries.cap; i++)
+		if (p->entries.slots[i])
+			arr[k++] = p->entries.slots[i];
 	*out = arr;
 	return 0;
 }
@@ -289,17 +349,130 @@ uint64_t profile__total(const struct profile *p)
 	return p->total;
 }
 
+uint64_t profile__total_kind(const struct profile *p, int kind)
+{
+	return kind >= 0 && kind < KIND__MAX ? p->by_kind[kind] : 0;
+}
+
+unsigned int profile__nframes(const struct profile *p)
+{
+	return p->nframes;
+}
+
 unsigned int profile__nstacks(const struct profile *p)
 {
-	return HASH_COUNT(p->stacks);
+	return p->stacks.n;
+}
+
+unsigned int profile__nentries(const struct profile *p)
+{
+	return p->entries.n;
+}
+
+/* Distinct values of what key() gives over the entries with weight. */
+static unsigned int count_distinct(const struct profile *p,
+				   long (*key)(const struct pthread *t))
+{
+	struct seen {
+		long k;
+		UT_hash_handle hh;
+	} *set = NULL, *s, *tmp;
+	unsigned int n = 0;
+	size_t i;
+
+	for (i = 0; i < p->entries.cap; i++) {
+		const struct pentry *e = p->entries.slots[i];
+		long k;
+
+		if (!e || !e->thread)
+			continue;
+		k = key(e->thread);
+		HASH_FIND(hh, set, &k, sizeof(k), s);
+		if (s)
+			continue;
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			break;
+		s->k = k;
+		HASH_ADD(hh, set, k, sizeof(k), s);
+		n++;
+	}
+	FREE_ALL(set, s, tmp);
+	return n;
+}
+
+static long thread_key(const struct pthread *t)
+{
+	return (long)t->pid << 32 | (uint32_t)t->tid;
+}
+
+static long process_key(const struct pthread *t)
+{
+	return t->pid;
 }
 
 unsigned int profile__nthreads(const struct profile *p)
 {
-	return HASH_COUNT(p->tids);
+	return count_distinct(p, thread_key);
 }
 
 unsigned int profile__nprocs(const struct profile *p)
 {
-	return HASH_COUNT(p->pids);
+	return count_distinct(p, process_key);
+}
+
+static const char *const kind_names[KIND__MAX] = {
+	[KIND_CPU] = "cpu",
+	[KIND_SLEEP] = "sleep",
+	[KIND_LOCK] = "lock",
+	[KIND_IO] = "io",
+	[KIND_GIL] = "gil",
+	[KIND_RUNQUEUE] = "runqueue",
+	[KIND_OTHER] = "other",
+};
+
+static const char *const kind_frames[KIND__MAX] = {
+	[KIND_SLEEP] = "[off-cpu: sleep]",
+	[KIND_LOCK] = "[off-cpu: lock]",
+	[KIND_IO] = "[off-cpu: io]",
+	[KIND_GIL] = "[off-cpu: gil]",
+	[KIND_RUNQUEUE] = "[runqueue]",
+	[KIND_OTHER] = "[off-cpu: other]",
+};
+
+const char *profile__kind_name(int kind)
+{
+	return kind >= 0 && kind < KIND__MAX ? kind_names[kind] : "?";
+}
+
+const char *profile__kind_frame(int kind)
+{
+	return kind > 0 && kind < KIND__MAX ? kind_frames[kind] : NULL;
+}
+
+int profile__kind_of_frame(const char *text)
+{
+	int k;
+
+	for (k = 1; k < KIND__MAX; k++)
+		if (!strcmp(text, kind_frames[k]))
+			return k;
+	return -1;
+}
+
+const char *profile__unit_name(enum profile_unit unit)
+{
+	return unit == UNIT_NANOSECONDS ? "nanoseconds" : "samples";
+}
+
+const char *profile__mode_name(int mode)
+{
+	switch (mode) {
+	case MODE_WALL:
+		return "wall";
+	case MODE_OFF:
+		return "off";
+	default:
+		return "cpu";
+	}
 }

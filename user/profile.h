@@ -1,60 +1,147 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Aggregated samples: interned frames, stacks, and weights per thread. */
+/*
+ * The profile model every command shares: data, not text.
+ *
+ * A profile interns frames (qualname, file, line, first line), stacks
+ * (frames root first), threads (process and thread ids and names) and
+ * cgroups, and adds weight to entries keyed by (stack, thread, cgroup,
+ * kind).  Writers, report and diff format these fields themselves.
+ * Interned objects live as long as the profile, so a collector can keep
+ * pointers to them across profile__reset().
+ */
 #ifndef __PYSIGHT_PROFILE_H
 #define __PYSIGHT_PROFILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"	/* enum sample_kind */
+
+/* What an entry's weight measures. */
+enum profile_unit {
+	UNIT_SAMPLES = 0,
+	UNIT_NANOSECONDS,
+};
+
+/* What the profile records (record --mode). */
+enum profile_mode {
+	MODE_CPU = 0,		/* on-CPU samples */
+	MODE_WALL,		/* on-CPU and off-CPU time */
+	MODE_OFF,		/* off-CPU time alone */
+};
 
 enum pframe_kind {
 	PFRAME_PYTHON = 0,	/* qualname (file:line) */
-	PFRAME_PSEUDO,		/* [truncated], [unknown], ... */
-	PFRAME_THREAD,		/* thread TID (name) */
+	PFRAME_PSEUDO,		/* [truncated], [unknown], [partial stack] */
+	PFRAME_KERNEL,		/* a kernel function */
+	PFRAME_OTHER,		/* a frame read from a file, of unknown kind */
 };
 
 struct pframe {
-	const char *name;
-	const char *file;	/* NULL for pseudo frames */
+	const char *name;	/* qualname, or the pseudo-frame's text */
+	const char *file;	/* NULL when the frame has none */
 	int line;		/* 0 when unknown or not wanted */
+	int firstline;		/* the code's first line, 0 when unknown */
 	int kind;		/* enum pframe_kind */
-	const char *label;	/* how folded output spells it */
+	unsigned int id;	/* 0 .. profile__nframes() - 1 */
+};
+
+struct pstack {
+	unsigned int id;	/* 0 .. profile__nstacks() - 1 */
+	unsigned int n;
+	const struct pframe *frames[];	/* root first */
+};
+
+/* A thread, and the process it belongs to.  Any field may be unknown:
+ * 0 or NULL (a profile read from a file has only what the file says). */
+struct pthread {
+	pid_t pid;		/* host pid */
+	pid_t ns_pid;		/* the pid the process sees, if it differs */
+	pid_t tid;		/* host tid */
+	const char *process;	/* process name */
+	const char *name;	/* thread name */
+	unsigned int id;
+};
+
+struct pcgroup {
+	uint64_t id;		/* cgroup v2 id (inode), 0 when unknown */
+	const char *path;	/* relative to the v2 mount, or NULL */
+	unsigned int num;
+};
+
+/* One (stack, thread, cgroup, kind) and what it weighs. */
+struct pentry {
+	const struct pstack *stack;
+	const struct pthread *thread;	/* NULL when unknown */
+	const struct pcgroup *cgroup;	/* NULL when unknown */
+	int kind;			/* enum sample_kind */
+	uint64_t count;			/* events: samples or blocked intervals */
+	uint64_t weight;		/* in the profile's unit */
+};
+
+/* Facts about the recording, for titles and headers. */
+struct profile_meta {
+	int mode;			/* enum profile_mode */
+	unsigned int rate_hz;		/* 0 when unknown */
+	double duration_s;		/* 0 when unknown */
+	uint64_t start_unix_ns;		/* wall-clock start, 0 when unknown */
+	char target[256];		/* the command, the pids, or "" for all */
 };
 
 struct profile;
 
-struct profile *profile__new(bool threads);
+struct profile *profile__new(enum profile_unit unit);
 void profile__free(struct profile *p);
 
-/* The one frame with these fields, created on first use. */
+enum profile_unit profile__unit(const struct profile *p);
+struct profile_meta *profile__meta(struct profile *p);
+
+/* The one frame with these fields, created on first use; NULL on ENOMEM. */
 const struct pframe *profile__frame(struct profile *p, const char *name,
-				    const char *file, int line, int kind);
+				    const char *file, int line, int firstline,
+				    int kind);
+/* The one stack of these frames (root first); NULL on ENOMEM. */
+const struct pstack *profile__stack(struct profile *p,
+				    const struct pframe *const *frames,
+				    unsigned int n);
+/* The one thread record with these fields; strings may be NULL. */
+const struct pthread *profile__thread(struct profile *p, pid_t pid,
+				      pid_t ns_pid, pid_t tid,
+				      const char *process, const char *name);
+const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
+				      const char *path);
 
-/* Remember a symbolised stack, frames root first. */
-int profile__add_stack(struct profile *p, pid_t pid, uint64_t hash,
-		       const struct pframe **frames, int n);
-bool profile__has_stack(struct profile *p, pid_t pid, uint64_t hash);
+/* Add count events of weight to an entry; -ENOMEM. */
+int profile__add(struct profile *p, const struct pstack *stack,
+		 const struct pthread *thread, const struct pcgroup *cgroup,
+		 int kind, uint64_t count, uint64_t weight);
 
-/* Add weight to a known stack; -ENOENT when the stack is unknown. */
-int profile__add_sample(struct profile *p, pid_t pid, uint64_t hash,
-			pid_t tid, const char *comm, uint64_t weight);
+/* Drop every entry (weights, totals), keep what is interned. */
+void profile__reset(struct profile *p);
 
-/* One (stack, thread) entry: thread is the root frame when the profile
- * keeps threads, else NULL.  frames point into the profile. */
-struct psample {
-	const struct pframe *thread;
-	const struct pframe *const *frames;	/* root first */
-	int nframes;
-	uint64_t weight;
-};
+/* Every entry, in no order, in one array of pointers the caller frees;
+ * the entries stay the profile's. */
+int profile__entries(const struct profile *p, const struct pentry ***out,
+		     size_t *n);
 
-/* Every entry, in no order, in one array the caller frees: writers can
- * sort and stream without copying stacks. */
-int profile__samples(struct profile *p, struct psample **out, size_t *n);
-
-uint64_t profile__total(const struct profile *p);
+uint64_t profile__total(const struct profile *p);	/* sum of weights */
+uint64_t profile__total_kind(const struct profile *p, int kind);
+unsigned int profile__nframes(const struct profile *p);
 unsigned int profile__nstacks(const struct profile *p);
+unsigned int profile__nentries(const struct profile *p);
+/* Distinct threads and processes with weight. */
 unsigned int profile__nthreads(const struct profile *p);
 unsigned int profile__nprocs(const struct profile *p);
+
+/* "cpu", "sleep", ... and the pseudo-frame that ends an off-CPU stack:
+ * "[off-cpu: sleep]", "[runqueue]"; NULL for KIND_CPU. */
+const char *profile__kind_name(int kind);
+const char *profile__kind_frame(int kind);
+/* The kind a pseudo-frame's text names, or -1. */
+int profile__kind_of_frame(const char *text);
+const char *profile__unit_name(enum profile_unit unit);
+const char *profile__mode_name(int mode);
 
 #endif /* __PYSIGHT_PROFILE_H */

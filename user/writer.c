@@ -29,16 +29,28 @@ const struct writer *writer__find(const char *name)
 const struct writer *writer__for_path(const char *path)
 {
 	const char *dot = strrchr(path, '.');
-	size_t i;
+	size_t i, e;
 
 	for (i = 0; dot && i < NWRITERS; i++)
-		if (!strcmp(writers[i]->ext, dot + 1))
-			return writers[i];
+		for (e = 0; e < WRITER_EXTS && writers[i]->exts[e]; e++)
+			if (!strcmp(writers[i]->exts[e], dot + 1))
+				return writers[i];
 	return &writer_folded;
 }
 
+const char *writer__names(char *buf, size_t len)
+{
+	size_t i, o = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < NWRITERS && o < len; i++)
+		o += snprintf(buf + o, len - o, "%s%s", i ? ", " : "",
+			      writers[i]->name);
+	return buf;
+}
+
 int writer__write_file(const struct writer *w, struct profile *p,
-		       const char *path)
+		       const struct write_opts *o, const char *path)
 {
 	char tmp[PATH_MAX];
 	FILE *f;
@@ -49,15 +61,17 @@ int writer__write_file(const struct writer *w, struct profile *p,
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		return -errno;
-	fchmod(fd, 0644);
 	f = fdopen(fd, "w");
-	if (!f) {
+	if (!f || fchmod(fd, 0644)) {
 		err = -errno;
-		close(fd);
+		if (f)
+			fclose(f);
+		else
+			close(fd);
 		unlink(tmp);
 		return err;
 	}
-	err = w->write(p, f);
+	err = w->write(p, o, f);
 	if (fflush(f) && !err)
 		err = -errno;
 	if (fsync(fileno(f)) && !err)

@@ -3,13 +3,23 @@
 #ifndef __PYSIGHT_WRITER_H
 #define __PYSIGHT_WRITER_H
 
+#include <stdbool.h>
 #include <stdio.h>
+#include "labels.h"
 #include "profile.h"
 
+/* How a profile is to be shown, whatever the format. */
+struct write_opts {
+	int groups[GROUP__MAX];	/* --group-by roots, in order */
+	int ngroups;
+};
+
+#define WRITER_EXTS 3
+
 struct writer {
-	const char *name;	/* -f value */
-	const char *ext;	/* file extension that implies it */
-	int (*write)(struct profile *p, FILE *f);
+	const char *name;		/* -f value */
+	const char *exts[WRITER_EXTS];	/* file extensions that imply it */
+	int (*write)(struct profile *p, const struct write_opts *o, FILE *f);
 };
 
 extern const struct writer writer_folded;
@@ -18,12 +28,14 @@ extern const struct writer writer_folded;
 const struct writer *writer__find(const char *name);
 /* By the output file's extension; folded when nothing matches. */
 const struct writer *writer__for_path(const char *path);
+/* "folded, speedscope, ...": the -f choices, for errors. */
+const char *writer__names(char *buf, size_t len);
 
 /*
  * Write to a temporary file next to path and rename it into place, so an
  * interrupted run leaves the old file or a whole new one, never half.
  */
 int writer__write_file(const struct writer *w, struct profile *p,
-		       const char *path);
+		       const struct write_opts *o, const char *path);
 
 #endif /* __PYSIGHT_WRITER_H */

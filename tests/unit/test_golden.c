@@ -94,47 +94,75 @@ static const struct pframe *gframe(struct profile *p, const char *spec)
 	char buf[128], *name, *file, *line;
 
 	if (spec[0] == '[')
-		return profile__frame(p, spec, NULL, 0, PFRAME_PSEUDO);
+		return profile__frame(p, spec, NULL, 0, 0, PFRAME_PSEUDO);
 	snprintf(buf, sizeof(buf), "%s", spec);
 	name = buf;
 	file = strchr(name, '|');
 	*file++ = 0;
 	line = strchr(file, '|');
 	*line++ = 0;
-	return profile__frame(p, name, file, atoi(line), PFRAME_PYTHON);
+	return profile__frame(p, name, file, atoi(line), 0, PFRAME_PYTHON);
 }
 
-static struct profile *golden_profile(bool threads)
+static const struct pstack *gstack(struct profile *p, int pid,
+				   unsigned long long hash)
 {
-	struct profile *p = profile__new(threads);
+	const struct pframe *f[6];
 	size_t i;
 	int n;
 
 	for (i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
-		const struct pframe *f[6];
-
+		if (stacks[i].pid != pid || stacks[i].hash != hash)
+			continue;
 		for (n = 0; n < 6 && stacks[i].frames[n]; n++)
 			f[n] = gframe(p, stacks[i].frames[n]);
-		CHECK(!profile__add_stack(p, stacks[i].pid, stacks[i].hash, f, n),
-		      "stack %zu", i);
+		return profile__stack(p, f, n);
 	}
+	return NULL;
+}
+
+/* A thread keeps the name it was first seen with, as the collector does. */
+static const char *first_name(int tid)
+{
+	size_t i;
+
 	for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++)
-		CHECK(!profile__add_sample(p, samples[i].pid, samples[i].hash,
-					   samples[i].tid, samples[i].comm,
-					   samples[i].weight), "sample %zu", i);
+		if (samples[i].tid == tid)
+			return samples[i].comm;
+	return NULL;
+}
+
+static struct profile *golden_profile(void)
+{
+	struct profile *p = profile__new(UNIT_SAMPLES);
+	size_t i;
+
+	for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		const struct gsample *s = &samples[i];
+		const struct pstack *st = gstack(p, s->pid, s->hash);
+		const struct pthread *t;
+
+		t = profile__thread(p, s->pid, 0, s->tid, "python3",
+				    first_name(s->tid));
+		CHECK(st && t, "sample %zu", i);
+		CHECK(!profile__add(p, st, t, NULL, KIND_CPU, s->weight,
+				    s->weight), "sample %zu", i);
+	}
 	return p;
 }
 
 static void check_golden(bool threads, const char *name)
 {
 	char dir[] = "/tmp/pysight-unit-XXXXXX", out[128], want_path[4096];
-	struct profile *p = golden_profile(threads);
+	struct write_opts wo = { .groups = { GROUP_THREAD }, .ngroups = threads };
+	struct profile *p = golden_profile();
 	char *got, *want;
 
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(out, sizeof(out), "%s/out.folded", dir);
 	snprintf(want_path, sizeof(want_path), "%s/%s", fixtures, name);
-	CHECK(!writer__write_file(&writer_folded, p, out), "write %s", name);
+	CHECK(!writer__write_file(&writer_folded, p, &wo, out), "write %s",
+	      name);
 	got = slurp(out);
 	want = slurp(want_path);
 	if (getenv("PYSIGHT_UPDATE_GOLDEN") && got) {

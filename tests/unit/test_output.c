@@ -27,50 +27,59 @@ static char *slurp(const char *path)
 
 static const struct pframe *py(struct profile *p, const char *name, int line)
 {
-	return profile__frame(p, name, "app.py", line, PFRAME_PYTHON);
+	return profile__frame(p, name, "app.py", line, 1, PFRAME_PYTHON);
 }
 
-static struct profile *sample_profile(bool threads)
+static void add(struct profile *p, const struct pframe **f, int n, pid_t pid,
+		pid_t tid, const char *comm, uint64_t weight)
 {
-	struct profile *p = profile__new(threads);
+	const struct pstack *s = profile__stack(p, f, n);
+	const struct pthread *t = profile__thread(p, pid, 0, tid, "python3",
+						  comm);
+
+	CHECK(s && t, "intern");
+	CHECK(!profile__add(p, s, t, NULL, KIND_CPU, 1, weight), "add");
+}
+
+static struct profile *sample_profile(void)
+{
+	struct profile *p = profile__new(UNIT_SAMPLES);
 	const struct pframe *s1[2], *s2[2], *s3[1];
 
 	s1[0] = py(p, "main", 10);
 	s1[1] = py(p, "Worker.run", 20);
 	s2[0] = py(p, "main", 10);
-	s2[1] = py(p, "Worker.run", 20);	/* another lasti, same line */
-	s3[0] = profile__frame(p, "weird;name\nx", "a b.py", 3, PFRAME_PYTHON);
-	CHECK(s1[0] == s2[0], "frames are interned");
-	CHECK(!profile__add_stack(p, 100, 0xaaa, s1, 2), "add s1");
-	CHECK(!profile__add_stack(p, 100, 0xbbb, s2, 2), "add s2");
-	CHECK(!profile__add_stack(p, 200, 0xaaa, s3, 1), "add s3, other pid");
-	CHECK(profile__add_sample(p, 100, 0xaaa, 101, "worker", 3) == 0, "w");
-	CHECK(profile__add_sample(p, 100, 0xbbb, 102, "main", 2) == 0, "w");
-	CHECK(profile__add_sample(p, 200, 0xaaa, 200, "py", 1) == 0, "w");
-	CHECK(profile__add_sample(p, 100, 0xccc, 101, "x", 1) == -ENOENT,
-	      "unknown stack");
+	s2[1] = py(p, "Worker.run", 20);
+	s3[0] = profile__frame(p, "weird;name\nx", "a b.py", 3, 1,
+			       PFRAME_PYTHON);
+	CHECK(s1[0] == s2[0] && s1[1] == s2[1], "frames are interned");
+	CHECK(profile__stack(p, s1, 2) == profile__stack(p, s2, 2),
+	      "stacks are interned");
+	add(p, s1, 2, 100, 101, "worker", 3);
+	add(p, s2, 2, 100, 102, "main", 2);
+	add(p, s3, 1, 200, 200, "py", 1);
 	return p;
 }
 
 static void test_folded(void)
 {
 	char dir[] = "/tmp/pysight-unit-XXXXXX", path[128];
-	struct profile *p = sample_profile(false);
+	struct write_opts threads = { .groups = { GROUP_THREAD }, .ngroups = 1 };
+	struct profile *p = sample_profile();
 	const char *out;
 
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(path, sizeof(path), "%s/out.folded", dir);
-	CHECK(!writer__write_file(&writer_folded, p, path), "write");
+	CHECK(!writer__write_file(&writer_folded, p, NULL, path), "write");
 	out = slurp(path);
 	CHECK(out && !strcmp(out,
 		"main (app.py:10);Worker.run (app.py:20) 5\n"
 		"weird:name x (a b.py:3) 1\n"), "folded:\n%s", out);
 	CHECK(profile__total(p) == 6, "total");
 	CHECK(profile__nprocs(p) == 2 && profile__nthreads(p) == 3, "counts");
-	profile__free(p);
 
-	p = sample_profile(true);
-	CHECK(!writer__write_file(&writer_folded, p, path), "write threads");
+	CHECK(!writer__write_file(&writer_folded, p, &threads, path),
+	      "write threads");
 	out = slurp(path);
 	CHECK(out && !strcmp(out,
 		"thread 101 (worker);main (app.py:10);Worker.run (app.py:20) 3\n"
@@ -82,33 +91,35 @@ static void test_folded(void)
 	rmdir(dir);
 }
 
-static int failing_write(struct profile *p, FILE *f)
+static int failing_write(struct profile *p, const struct write_opts *o,
+			 FILE *f)
 {
 	(void)p;
+	(void)o;
 	fputs("half", f);
 	return -EIO;
 }
 
 static void test_atomic(void)
 {
-	const struct writer bad = { "bad", "bad", failing_write };
+	const struct writer bad = { "bad", { "bad" }, failing_write };
 	char dir[] = "/tmp/pysight-unit-XXXXXX", path[128], cmd[160];
-	struct profile *p = profile__new(false);
+	struct profile *p = profile__new(UNIT_SAMPLES);
 	const char *out;
 
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(path, sizeof(path), "%s/prof.folded", dir);
-	CHECK(writer__write_file(&bad, p, path) == -EIO, "error passed on");
+	CHECK(writer__write_file(&bad, p, NULL, path) == -EIO, "error passed on");
 	CHECK(access(path, F_OK) && errno == ENOENT, "no half-written file");
-	CHECK(!writer__write_file(&writer_folded, p, path), "empty profile");
+	CHECK(!writer__write_file(&writer_folded, p, NULL, path), "empty profile");
 	out = slurp(path);
 	CHECK(out && !out[0], "empty profile writes an empty file");
-	CHECK(writer__write_file(&bad, p, path) == -EIO, "error again");
+	CHECK(writer__write_file(&bad, p, NULL, path) == -EIO, "error again");
 	out = slurp(path);
 	CHECK(out && !out[0], "old file survives a failed write");
 	snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 1", dir);
 	CHECK(system(cmd) == 0, "no temporary files left behind");
-	CHECK(writer__write_file(&writer_folded, p, "/nonexistent/x.folded") < 0,
+	CHECK(writer__write_file(&writer_folded, p, NULL, "/nonexistent/x.folded") < 0,
 	      "unwritable directory");
 	unlink(path);
 	rmdir(dir);

@@ -1,0 +1,76 @@
+"""`pysight report`: the table a user reads, and the errors a bad file gets.
+It needs no root: these tests run the binary on files."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYSIGHT, REPO
+
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+
+
+def report(*args):
+    return subprocess.run([PYSIGHT, "report"] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_report_table_is_pinned():
+    """The table for a fixed profile, byte for byte: the order (self, then
+    total, then name), the percentages and the sample count."""
+    run = report(os.path.join(FIXTURES, "golden.folded"))
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(FIXTURES, "golden.report")) as f:
+        assert run.stdout == f.read()
+
+
+def test_report_top_n_and_labels():
+    run = report("-n", 3, os.path.join(FIXTURES, "golden-threads.folded"))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[1].split() == ["35.1%", "35.1%", "slow_score", "(app.py:19)"]
+    assert len(lines) == 5 and lines[-1] == "(77 samples)", run.stdout
+    # thread roots are labels, not frames: no row of their own
+    full = report("-n", 100, os.path.join(FIXTURES, "golden-threads.folded")).stdout
+    assert "thread " not in full, full
+
+
+def test_report_time_profile(tmp_path):
+    path = tmp_path / "wall.folded"
+    path.write_text("main (app.py:3);time.sleep (<built-in>);[off-cpu: sleep] 1500000\n"
+                    "main (app.py:3);burn (app.py:9) 500000\n")
+    run = report(path)
+    assert run.returncode == 0, run.stderr
+    assert "(2.000 s of time: cpu 25.0% sleep 75.0%)" in run.stdout, run.stdout
+    assert " 75.0%   75.0%  [off-cpu: sleep]" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("content,expect", [
+    ("a;b 3\nnot a stack\n", "line 2: not 'frame;frame;... COUNT'"),
+    ("a;b\x00 1\n", "line 1: binary data"),
+    ("a;b 3x\n", "line 1:"),
+], ids=["garbage-line", "binary", "bad-count"])
+def test_report_bad_files(tmp_path, content, expect):
+    path = tmp_path / "bad.folded"
+    path.write_text(content)
+    run = report(path)
+    lines = run.stderr.splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert lines[0].startswith("pysight: ") and str(path) in lines[0] and expect in lines[0], \
+        lines[0]
+
+
+def test_report_missing_and_usage(tmp_path):
+    run = report(tmp_path / "none.folded")
+    assert run.returncode == 1 and "cannot open" in run.stderr and "none.folded" in run.stderr
+    run = report()
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    run = report(tmp_path)
+    assert run.returncode == 1 and "not a regular file" in run.stderr, run.stderr
+
+
+def test_report_empty_file(tmp_path):
+    path = tmp_path / "empty.folded"
+    path.write_text("")
+    run = report(path)
+    assert run.returncode == 0 and run.stdout == "%s: no samples\n" % path

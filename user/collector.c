@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * BPF events into a profile.  A sample carries a stack hash, and the
+ * first time BPF sends a hash it sends its frames too: those are named
+ * then, while their code objects are alive, and the named stack is kept
+ * per process under its hash.  Later samples of the hash add weight.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "collector.h"
+#include "filename.h"
+#include "linetable.h"
+#include "registry.h"
+#include "sampler.h"
+#include "symbols.h"
+
+/* A named stack of one process, by the hash BPF gave it: 16 bytes in a
+ * flat table, which grows with the number of stacks. */
+struct stack_ref {
+	__u64 hash;
+	const struct pstack *stack;	/* NULL: an empty slot */
+};
+
+struct ref_table {
+	struct stack_ref *slots;
+	size_t cap, n;		/* cap: a power of 2, or 0 */
+};
+
+/* A stack with [unknown] frames, until BPF sends it again (rare). */
+struct provisional {
+	__u64 hash;
+	const struct pstack *stack;
+	UT_hash_handle hh;
+};
+
+struct thread_ref {
+	pid_t tid;
+	const struct pthread *thread;
+	UT_hash_handle hh;
+};
+
+/* What the collector keeps per process; dropped at exit and exec. */
+struct cproc {
+	pid_t pid;
+	struct ref_table refs;
+	struct provisional *provisional;
+	struct thread_ref *threads;
+	UT_hash_handle hh;
+};
+
+struct collector {
+	struct collector_opts o;
+	struct sampler *sampler;	/* NULL offline */
+	struct registry *reg;
+	struct symcache *syms;
+	struct profile *prof;
+	struct cproc *procs;
+	uint64_t unknown_stacks, unknown_frames, forgotten_stacks;
+};
+
+static int on_event(void *ctx, const void *data, size_t size)
+{
+	return collector__handle(ctx, data, size);
+}
+
+static struct collector *alloc(const struct collector_opts *o)
+{
+	struct collector *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->o = *o;
+	c->syms = symcache__new();
+	c->prof = profile__new(o->mode == MODE_CPU ? UNIT_SAMPLES :
+						     UNIT_NANOSECONDS);
+	if (!c->syms || !c->prof) {
+		collector__free(c);
+		return NULL;
+	}
+	profile__meta(c->prof)->mode = o->mode;
+	profile__meta(c->prof)->rate_hz = o->rate_hz;
+	return c;
+}
+
+struct collector *collector__new_offline(const struct collector_opts *o)
+{
+	struct collector *c = alloc(o);
+
+	if (c && !(c->reg = registry__new(NULL, o->verbose))) {
+		collector__free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int collector__open(const struct collector_opts *o, struct collector **out,
+		    char *err, size_t errlen)
+{
+	struct sampler_opts so = {
+		.rate_hz = o->rate_hz,
+		.filter_pids = o->filter_pids,
+		.verbose = o->verbose,
+	};
+	struct collector *c = alloc(o);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	ret = sampler__open(&so, on_event, c, &c->sampler, err, errlen);
+	if (ret) {
+		collector__free(c);
+		return ret;
+	}
+	c->reg = registry__new(c->sampler, o->verbose);
+	if (!c->reg) {
+		collector__free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void cproc_free(struct cproc *cp)
+{
+	struct provisional *s, *st;
+	struct thread_ref *t, *tt;
+
+	free(cp->refs.slots);
+	HASH_ITER(hh, cp->provisional, s, st) {
+		HASH_DEL(cp->provisional, s);
+		free(s);
+	}
+	HASH_ITER(hh, cp->threads, t, tt) {
+		HASH_DEL(cp->threads, t);
+		free(t);
+	}
+	free(cp);
+}
+
+void collector__free(struct collector *c)
+{
+	struct cproc *cp, *tmp;
+
+	if (!c)
+		return;
+	HASH_ITER(hh, c->procs, cp, tmp) {
+		HASH_DEL(c->procs, cp);
+		cproc_free(cp);
+	}
+	sampler__destroy(c->sampler);
+	registry__free(c->reg);
+	symcache__free(c->syms);
+	profile__free(c->prof);
+	free(c);
+}
+
+int collector__add_pid(struct collector *c, pid_t pid, char *err,
+		       size_t errlen)
+{
+	int ret = registry__add(c->reg, pid, err, errlen);
+
+	if (!ret && c->sampler)
+		ret = sampler__add_target(c->sampler, pid);
+	return ret;
+}
+
+int collector__add_target(struct collector *c, pid_t pid)
+{
+	return sampler__add_target(c->sampler, pid);
+}
+
+int collector__start(struct collector *c, char *err, size_t errlen)
+{
+	return sampler__start(c->sampler, err, errlen);
+}
+
+int collector__poll(struct collector *c, int max_ms)
+{
+	/* new stacks and processes wake us; known stacks wait for the
+	 * tick, which retries of early inspections want shorter */
+	int ret = sampler__poll(c->sampler,
+				registry__retrying(c->reg) && max_ms > 5 ?
+					5 : max_ms);
+
+	registry__tick(c->reg);
+	sampler__jitter(c->sampler);
+	return ret < 0 ? ret : 0;
+}
+
+struct profile *collector__profile(struct collector *c)
+{
+	return c->prof;
+}
+
+const struct pyproc *collector__process(struct collector *c, pid_t pid)
+{
+	return registry__get(c->reg, pid);
+}
+
+static struct cproc *cproc_get(struct collector *c, pid_t pid)
+{
+	struct cproc *cp;
+
+	HASH_FIND_INT(c->procs, &pid, cp);
+	if (cp)
+		return cp;
+	cp = calloc(1, sizeof(*cp));
+	if (!cp)
+		return NULL;
+	cp->pid = pid;
+	HASH_ADD_INT(c->procs, pid, cp);
+	return cp;
+}
+
+/* A process exited or exec'ed: what we named for it is stale. */
+static void forget_process(struct collector *c, pid_t pid)
+{
+	struct cproc *cp;
+
+	symcache__forget(c->syms, pid);
+	HASH_FIND_INT(c->procs, &pid, cp);
+	if (!cp)
+		return;
+	HASH_DEL(c->procs, cp);
+	cproc_free(cp);
+}
+
+static const struct pframe *python_frame(struct collector *c,
+					 const struct pyproc *pp,
+					 const struct py_frame *f)
+{
+	const struct pysym *sym;
+	const char *file;
+	int line = 0;
+
+	sym = symcache__lookup(c->syms, pp->pid, &pp->proc, f->code, f->check);
+	if (!sym) {
+		c->unknown_frames++;
+		return profile__frame(c->prof, "[unknown]", NULL, 0, 0,
+				      PFRAME_PSEUDO);
+	}
+	if (!c->o.nolineno) {
+		line = f->lasti < 0 ? sym->firstlineno :
+			linetable__line(pp->minor, sym->linetable,
+					sym->linetable_len, sym->firstlineno,
+					f->lasti);
+		if (line < 0)
+			line = 0;
+	}
+	file = c->o.full_filenames ? sym->filename :
+		filename__shorten(sym->filename, pp->cwd);
+	return profile__frame(c->prof, sym->qualname, file, line,
+			      sym->firstlineno, PFRAME_PYTHON);
+}
+
+static struct stack_ref *ref_slot(const struct ref_table *t, __u64 hash)
+{
+	size_t i;
+
+	for (i = hash & (t->cap - 1); t->slots[i].stack;
+	     i = (i + 1) & (t->cap - 1))
+		if (t->slots[i].hash == hash)
+			break;
+	return &t->slots[i];
+}
+
+static const struct pstack *find_named(const struct cproc *cp, __u64 hash)
+{
+	return cp->refs.cap ? ref_slot(&cp->refs, hash)->stack : NULL;
+}
+
+/* Name hash's stack; the load stays under 3/4. */
+static int set_named(struct cproc *cp, __u64 hash, const struct pstack *s)
+{
+	struct ref_table *t = &cp->refs, bigger;
+	struct stack_ref *slot;
+	size_t i;
+
+	if ((t->n + 1) * 4 > t->cap * 3) {
+		bigger.cap = t->cap ? t->cap * 2 : 16;
+		bigger.n = t->n;
+		bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+		if (!bigger.slots)
+			return -ENOMEM;
+		for (i = 0; i < t->cap; i++)
+			if (t->slots[i].stack)
+				*ref_slot(&bigger, t->slots[i].hash) = t->slots[i];
+		free(t->slots);
+		*t = bigger;
+	}
+	slot = ref_slot(t, hash);
+	if (!slot->stack)
+		t->n++;
+	slot->hash = hash;
+	slot->stack = s;
+	return 0;
+}
+
+static struct provisional *find_provisional(const struct cproc *cp,
+					    __u64 hash)
+{
+	struct provisional *p;
+
+	HASH_FIND(hh, cp->provisional, &hash, sizeof(hash), p);
+	return p;
+}
+
+static int set_provisional(struct cproc *cp, __u64 hash,
+			   const struct pstack *s)
+{
+	struct provisional *p = find_provisional(cp, hash);
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->hash = hash;
+		HASH_ADD(hh, cp->provisional, hash, sizeof(hash), p);
+	}
+	p->stack = s;
+	return 0;
+}
+
+/*
+ * Name a stack the first time BPF sends its frames.  A stack with a
+ * frame we could not name is kept as provisional, and BPF is told to
+ * forget its hash: the next sample of it brings its frames again, to be
+ * named then.  Otherwise one early miss would stay [unknown] for every
+ * later sample of the same hash (an exec loop brings back the same code
+ * address and identity for each new function).
+ */
+static int add_stack(struct collector *c, struct cproc *cp,
+		     const struct pyproc *pp, const struct sample_event *ev,
+		     const struct py_frame *frames)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	uint64_t misses = c->unknown_frames;
+	const struct pstack *stack;
+	int n = 0, i;
+
+	if (ev->status == ST_TRUNCATED)
+		out[n++] = profile__frame(c->prof, "[truncated]", NULL, 0, 0,
+					  PFRAME_PSEUDO);
+	else if (ev->status != ST_COMPLETE)
+		out[n++] = profile__frame(c->prof, "[partial stack]", NULL, 0,
+					  0, PFRAME_PSEUDO);
+	for (i = ev->nframes - 1; i >= 0; i--)
+		out[n++] = python_frame(c, pp, &frames[i]);
+	for (i = 0; i < n; i++)
+		if (!out[i])
+			return -ENOMEM;
+	stack = profile__stack(c->prof, out, n);
+	if (!stack)
+		return -ENOMEM;
+	if (c->unknown_frames == misses)
+		return set_named(cp, ev->stack_hash, stack);
+	sampler__forget_stack(c->sampler, ev->stack_hash);
+	c->forgotten_stacks++;
+	return set_provisional(cp, ev->stack_hash, stack);
+}
+
+/* The thread keeps the name it was first seen with. */
+static const struct pthread *thread_of(struct collector *c, struct cproc *cp,
+				       const struct pyproc *pp, pid_t tid,
+				       const char *comm)
+{
+	struct thread_ref *t;
+
+	HASH_FIND_INT(cp->threads, &tid, t);
+	if (t)
+		return t->thread;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->thread = profile__thread(c->prof, pp->pid, pp->ns_pid, tid,
+				    pp->comm, comm);
+	if (!t->thread) {
+		free(t);
+		return NULL;
+	}
+	HASH_ADD_INT(cp->threads, tid, t);
+	return t->thread;
+}
+
+static int handle_sample(struct collector *c, const void *data, size_t size)
+{
+	const struct sample_event *ev = data;
+	char comm[PYSIGHT_COMM_LEN + 1];
+	const struct pstack *stack;
+	struct provisional *prov;
+	const struct pyproc *pp;
+	const struct pthread *t;
+	struct cproc *cp;
+	int err;
+
+	if (size < sizeof(*ev) || ev->nframes > PYSIGHT_MAX_FRAMES ||
+	    (ev->has_frames &&
+	     size < sizeof(*ev) + ev->nframes * sizeof(struct py_frame)))
+		return 0;
+	if (!ev->nframes)
+		return 0;	/* an error before the first frame: counted */
+	pp = registry__get(c->reg, ev->hdr.pid);
+	if (!pp)
+		return 0;
+	cp = cproc_get(c, ev->hdr.pid);
+	if (!cp)
+		return -ENOMEM;
+	if (ev->has_frames) {
+		err = add_stack(c, cp, pp, ev, (const struct py_frame *)(ev + 1));
+		if (err)
+			return err;
+	}
+	/* a named stack of this hash, else its provisional one */
+	stack = find_named(cp, ev->stack_hash);
+	if (!stack && (prov = find_provisional(cp, ev->stack_hash)))
+		stack = prov->stack;
+	if (!stack) {
+		c->unknown_stacks++;
+		return 0;
+	}
+	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
+	comm[PYSIGHT_COMM_LEN] = 0;
+	t = thread_of(c, cp, pp, ev->hdr.tid, comm);
+	if (!t)
+		return -ENOMEM;
+	return profile__add(c->prof, stack, t,
+			    profile__cgroup(c->prof, ev->cgroup_id, NULL),
+			    KIND_CPU, 1, 1);
+}
+
+int collector__handle(struct collector *c, const void *data, size_t size)
+{
+	const struct event_header *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->kind) {
+	case EV_SAMPLE:
+		return handle_sample(c, data, size);
+	case EV_NEW_PID:
+	case EV_EXEC:
+		forget_process(c, h->pid);
+		registry__discover(c->reg, h->pid);
+		break;
+	case EV_EXIT:
+		forget_process(c, h->pid);
+		registry__exit(c->reg, h->pid);
+		break;
+	}
+	return 0;
+}
+
+void collector__stats(struct collector *c, struct collector_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	sampler__counters(c->sampler, st->counters);
+	st->unknown_stacks = c->unknown_stacks;
+	st->unknown_frames = c->unknown_frames;
+	st->stale_symbols = symcache__stale(c->syms);
+	st->forgotten_stacks = c->forgotten_stacks;
+	st->npython = registry__npython(c->reg);
+	st->first_error = registry__first_error(c->reg);
+}
+
+const char *collector__status_name(int st)
+{
+	static const char *const names[ST__MAX] = {
+		[ST_COMPLETE] = "complete",
+		[ST_TRUNCATED] = "truncated",
+		[ST_NO_TSTATE] = "not a Python thread",
+		[ST_IDLE] = "no Python frames",
+		[ST_ERR_READ_RUNTIME] = "interpreter state unreadable",
+		[ST_ERR_READ_FRAME] = "frame read fault",
+		[ST_ERR_READ_CODE] = "code object read fault",
+		[ST_ERR_BAD_CODE] = "bad code object",
+	};
+
+	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
+}

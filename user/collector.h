@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one path from BPF events to a profile, which every command uses:
+ * it owns the sampler (the BPF side), the registry of processes, the
+ * symboliser and the profile, and turns each ring-buffer record into
+ * weight on a symbolised stack.
+ */
+#ifndef __PYSIGHT_COLLECTOR_H
+#define __PYSIGHT_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+#include "profile.h"
+
+struct collector_opts {
+	unsigned int rate_hz;
+	int mode;		/* enum profile_mode */
+	bool filter_pids;	/* only targets added, and their children */
+	bool nolineno;		/* frames without lines */
+	bool full_filenames;	/* else py-spy's short names */
+	bool verbose;		/* libbpf's log, and why processes are skipped */
+};
+
+struct collector_stats {
+	uint64_t counters[CNT__MAX];	/* the BPF side's */
+	uint64_t unknown_stacks;	/* a stack's id came before its frames */
+	uint64_t unknown_frames;	/* frames that could not be named */
+	uint64_t stale_symbols;		/* code objects freed before naming */
+	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
+	unsigned int npython;		/* Python processes seen */
+	const char *first_error;	/* why a process was skipped, or NULL */
+};
+
+struct collector;
+struct pyproc;
+
+/* Load the BPF side; -errno with a one-line reason in err. */
+int collector__open(const struct collector_opts *o, struct collector **out,
+		    char *err, size_t errlen);
+/* Without BPF: events come through collector__handle() alone (tests). */
+struct collector *collector__new_offline(const struct collector_opts *o);
+void collector__free(struct collector *c);
+
+/* -p PID: a Python process to sample; -errno and why in err. */
+int collector__add_pid(struct collector *c, pid_t pid, char *err,
+		       size_t errlen);
+/* A process to sample once it runs Python, and its children. */
+int collector__add_target(struct collector *c, pid_t pid);
+int collector__start(struct collector *c, char *err, size_t errlen);
+
+/* Wait up to max_ms for events and handle them; <0 on error. */
+int collector__poll(struct collector *c, int max_ms);
+/* One ring-buffer record: a sample or a process event. */
+int collector__handle(struct collector *c, const void *data, size_t size);
+
+struct profile *collector__profile(struct collector *c);
+/* A Python process the collector knows, or NULL. */
+const struct pyproc *collector__process(struct collector *c, pid_t pid);
+void collector__stats(struct collector *c, struct collector_stats *st);
+/* "complete", "frame read fault", ... */
+const char *collector__status_name(int status);
+
+#endif /* __PYSIGHT_COLLECTOR_H */

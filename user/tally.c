@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "labels.h"
+#include "tally.h"
+
+struct row_key {
+	const char *name, *file;
+	int line, kind;
+};
+
+struct row {
+	struct row_key key;
+	struct tally_row r;
+	size_t seen;		/* 1 + the entry it was last counted in */
+	UT_hash_handle hh;
+};
+
+struct builder {
+	struct row *rows;
+	struct row *cause[KIND__MAX];	/* the off-CPU pseudo-frames */
+	int by;
+};
+
+static struct row_key key_of(const struct pframe *f, int by)
+{
+	struct row_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = f->kind;
+	k.file = f->file;
+	if (by == BY_FILE && f->file)
+		return k;
+	k.name = f->name;
+	if (by == BY_LINE)
+		k.line = f->line;
+	return k;
+}
+
+static char *row_text(const struct pframe *f, int by)
+{
+	struct pframe shown = *f;
+	char buf[LABEL_MAX];
+
+	if (by == BY_FILE && f->file)
+		return strdup(f->file);
+	if (by != BY_LINE)
+		shown.line = 0;
+	labels__frame(&shown, buf, sizeof(buf));
+	return strdup(buf);
+}
+
+static struct row *row_of(struct builder *b, const struct pframe *f)
+{
+	struct row_key k = key_of(f, b->by);
+	struct row *r;
+
+	HASH_FIND(hh, b->rows, &k, sizeof(k), r);
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->key = k;
+	r->r.frame = f;
+	r->r.text = row_text(f, b->by);
+	if (!r->r.text) {
+		free(r);
+		return NULL;
+	}
+	HASH_ADD(hh, b->rows, key, sizeof(k), r);
+	return r;
+}
+
+/* The cause of off-CPU time is a row of its own, as in a flame graph. */
+static struct row *cause_row(struct builder *b, int kind)
+{
+	struct row *r = b->cause[kind];
+
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->r.text = strdup(profile__kind_frame(kind)))) {
+		free(r);
+		return NULL;
+	}
+	b->cause[kind] = r;
+	return r;
+}
+
+static void count(struct row *r, const struct pentry *e, size_t idx,
+		  bool leaf)
+{
+	if (r->seen != idx + 1) {	/* recursion counts once */
+		r->seen = idx + 1;
+		r->r.total += e->weight;
+	}
+	if (leaf)
+		r->r.self += e->weight;
+}
+
+static int add_entry(struct builder *b, const struct pentry *e, size_t idx)
+{
+	const struct pstack *s = e->stack;
+	struct row *cause = NULL;
+	unsigned int i, py = s->n;
+
+	if (profile__kind_frame(e->kind)) {
+		cause = cause_row(b, e->kind);
+		if (!cause)
+			return -ENOMEM;
+		for (py = 0; py < s->n; py++)
+			if (s->frames[py]->kind == PFRAME_KERNEL)
+				break;
+	}
+	for (i = 0; i < s->n; i++) {
+		struct row *r = row_of(b, s->frames[i]);
+		bool leaf = i + 1 == s->n && (!cause || py < s->n);
+
+		if (!r)
+			return -ENOMEM;
+		count(r, e, idx, leaf);
+	}
+	if (cause)
+		count(cause, e, idx, py == s->n);
+	return 0;
+}
+
+static bool wanted(const struct pentry *e, const struct tally_opts *o)
+{
+	if (o->pid && (!e->thread || e->thread->pid != o->pid))
+		return false;
+	if (o->tid && (!e->thread || e->thread->tid != o->tid))
+		return false;
+	return true;
+}
+
+static int by_self(const void *pa, const void *pb)
+{
+	const struct tally_row *a = pa, *b = pb;
+
+	if (a->self != b->self)
+		return a->self < b->self ? 1 : -1;
+	if (a->total != b->total)
+		return a->total < b->total ? 1 : -1;
+	return strcmp(a->text, b->text);
+}
+
+static int collect(struct builder *b, struct tally *t)
+{
+	struct row *r, *tmp;
+	size_t n = HASH_COUNT(b->rows);
+	int k;
+
+	for (k = 0; k < KIND__MAX; k++)
+		n += b->cause[k] != NULL;
+	t->rows = calloc(n ? n : 1, sizeof(*t->rows));
+	if (!t->rows)
+		return -ENOMEM;
+	HASH_ITER(hh, b->rows, r, tmp) {
+		t->rows[t->n++] = r->r;
+		r->r.text = NULL;
+	}
+	for (k = 0; k < KIND__MAX; k++) {
+		if (!b->cause[k])
+			continue;
+		t->rows[t->n++] = b->cause[k]->r;
+		b->cause[k]->r.text = NULL;
+	}
+	qsort(t->rows, t->n, sizeof(*t->rows), by_self);
+	return 0;
+}
+
+static void builder_free(struct builder *b)
+{
+	struct row *r, *tmp;
+	int k;
+
+	HASH_ITER(hh, b->rows, r, tmp) {
+		HASH_DEL(b->rows, r);
+		free(r->r.text);
+		free(r);
+	}
+	for (k = 0; k < KIND__MAX; k++) {
+		if (b->cause[k])
+			free(b->cause[k]->r.text);
+		free(b->cause[k]);
+	}
+}
+
+int tally__build(const struct profile *p, const struct tally_opts *o,
+		 struct tally *t)
+{
+	struct builder b = { .by = o->by };
+	const struct pentry **entries;
+	size_t n, i;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = profile__entries(p, &entries, &n);
+	if (err)
+		return err;
+	for (i = 0; i < n && !err; i++) {
+		if (!wanted(entries[i], o))
+			continue;
+		t->total += entries[i]->weight;
+		t->by_kind[entries[i]->kind] += entries[i]->weight;
+		err = add_entry(&b, entries[i], i);
+	}
+	if (!err)
+		err = collect(&b, t);
+	builder_free(&b);
+	free(entries);
+	if (err)
+		tally__free(t);
+	return err;
+}
+
+void tally__free(struct tally *t)
+{
+	size_t i;
+
+	for (i = 0; t->rows && i < t->n; i++)
+		free(t->rows[i].text);
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A profile flattened into rows with self and total weight: what report,
+ * diff and top show.  A row is a frame as written (function and line),
+ * a function, or a file.
+ */
+#ifndef __PYSIGHT_TALLY_H
+#define __PYSIGHT_TALLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "profile.h"
+
+enum tally_by {
+	BY_LINE = 0,		/* name (file:line), as the frame reads */
+	BY_FUNCTION,		/* name (file) */
+	BY_FILE,		/* file */
+};
+
+struct tally_opts {
+	int by;			/* enum tally_by */
+	pid_t pid;		/* only this process, when not 0 */
+	pid_t tid;		/* only this thread, when not 0 */
+};
+
+struct tally_row {
+	char *text;		/* how the row reads */
+	const struct pframe *frame;	/* one frame of the row */
+	uint64_t self, total;	/* in the profile's unit */
+};
+
+struct tally {
+	struct tally_row *rows;	/* by self, then total, then text */
+	size_t n;
+	uint64_t total;		/* of the entries kept */
+	uint64_t by_kind[KIND__MAX];
+};
+
+int tally__build(const struct profile *p, const struct tally_opts *o,
+		 struct tally *out);
+void tally__free(struct tally *t);
+
+#endif /* __PYSIGHT_TALLY_H */
