@@ -9,7 +9,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include "core_fixes.bpf.h"
 #include "pysight.h"
+
+#define PF_EXITING	0x00000004	/* include/linux/sched.h */
 
 const volatile bool filter_pids = false;	/* sample only pids in targets */
 const volatile __u32 self_pid = 0;
@@ -32,6 +35,16 @@ struct {
 	__type(value, struct py_proc);
 } binaries SEC(".maps");
 
+/* Executables user space found are not Python: an exec of one costs no
+ * event, so an exec storm of /bin/true costs one inspection, not one
+ * each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct py_binary_key);
+	__type(value, __u8);
+} not_python SEC(".maps");
+
 /* -p and "-- command": the processes to sample, children added on fork. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -40,12 +53,19 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
-/* tid -> PyThreadState *, validated on every use.  A thread the walk did
- * not find (a C thread, or one not yet bound to its thread state) is
- * remembered for a moment, so it does not cost a walk per sample. */
+/*
+ * tid -> PyThreadState *, validated on every use: the id must still be
+ * this thread's, and the thread state still linked in its list (a freed
+ * one keeps its id, but is unlinked).  A thread the walk did not find (a
+ * C thread, or one not yet bound to its thread state) is remembered for
+ * up to 50 ms, or until the list's head changes (new thread states go
+ * in at the head), so it does not cost a walk per sample.
+ */
 struct tstate_entry {
 	__u64 tstate;		/* 0: not found at ts */
 	__u64 ts;
+	__u64 interp;		/* where it was found, or the first walked */
+	__u64 head;		/* interp's list head at a failed walk */
 };
 
 struct {
@@ -64,7 +84,9 @@ struct {
 } stacks_seen SEC(".maps");
 
 /* One slot of the direct-mapped code-object cache.  tag seals the slot:
- * slots are written without locks, and a torn one fails its tag. */
+ * slots are written without locks, and a torn one fails its tag.  The
+ * tag covers the process's start time, so a reused pid never meets the
+ * slots of the process it replaced. */
 #define CODE_SLOTS	65536	/* power of 2 */
 
 struct code_slot {
@@ -92,6 +114,7 @@ struct sample_buf {
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];
 	__u8 fwin[PYSIGHT_FRAME_WINDOW];
 	__u8 cwin[PYSIGHT_CODE_WINDOW];
+	__u8 twin[PYSIGHT_TSTATE_WINDOW];
 };
 
 /* A copy of the data stack below the leaf frame (own map: per-CPU values
@@ -147,10 +170,16 @@ static __always_inline __u32 code_slot_of(__u32 tgid, __u64 code)
 	       (CODE_SLOTS - 1);
 }
 
-static __always_inline __u64 slot_tag(__u32 tgid, __u64 code, __u32 check)
+static __always_inline __u64 slot_tag(__u32 tgid, __u64 epoch, __u64 code,
+				      __u32 check)
 {
-	return mix64(code ^ ((__u64)tgid << 32 | check)) | 1;
+	return mix64(code ^ ((__u64)tgid << 32 | check) ^ mix64(epoch)) | 1;
 }
+
+#define WIN_U64(win, size, off) \
+	((off) <= (size) - 8 ? *(__u64 *)((win) + (off)) : 0)
+#define WIN_U32(win, size, off) \
+	((off) <= (size) - 4 ? *(__u32 *)((win) + (off)) : 0)
 
 static __always_inline int read_u64(__u64 addr, __u64 *out)
 {
@@ -205,6 +234,36 @@ static long walk_thread(__u32 i, void *data)
 	return 0;
 }
 
+/*
+ * Is the cached thread state still this thread's?  Its id, and its place
+ * in the list: its prev's next, or for the head the interpreter's head,
+ * is itself.  One window read for id and prev, one read for the link.
+ */
+static __always_inline bool tstate_valid(const struct py_offsets *off,
+					 const struct tstate_entry *e,
+					 __u64 want, __u16 id_off)
+{
+	struct sample_buf *b;
+	__u32 zero = 0;
+	__u64 prev, link = 0;
+	__u32 size = id_off + 8;
+
+	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b || size > PYSIGHT_TSTATE_WINDOW ||
+	    off->tstate_prev > PYSIGHT_TSTATE_WINDOW - 8)
+		return false;
+	if (bpf_probe_read_user(b->twin, size, (void *)e->tstate))
+		return false;
+	if (WIN_U64(b->twin, PYSIGHT_TSTATE_WINDOW, id_off) != want)
+		return false;
+	prev = WIN_U64(b->twin, PYSIGHT_TSTATE_WINDOW, off->tstate_prev);
+	if (prev)
+		read_u64(prev + off->tstate_next, &link);
+	else
+		read_u64(e->interp + off->interp_threads_head, &link);
+	return link == e->tstate;
+}
+
 static __always_inline int find_tstate(const struct py_proc *proc,
 				       struct task_struct *task, __u32 tid,
 				       __u64 *out)
@@ -212,7 +271,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 	const struct py_offsets *off = &proc->off;
 	struct tstate_entry *cached, entry = {};
 	struct walk_ctx w = {};
-	__u64 id = 0, interp = 0, now;
+	__u64 interp = 0, head = 0, now;
 	int i;
 
 	w.want = thread_key(task, off);
@@ -222,26 +281,32 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 
 	cached = bpf_map_lookup_elem(&tstates, &tid);
 	if (cached && cached->tstate &&
-	    !read_u64(cached->tstate + w.id_off, &id) && id == w.want) {
+	    tstate_valid(off, cached, w.want, w.id_off)) {
 		*out = cached->tstate;
 		count(CNT_TSTATE_CACHE_HIT);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS)
+	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS &&
+	    !read_u64(cached->interp + off->interp_threads_head, &head) &&
+	    head == cached->head)
 		return -ST_NO_TSTATE;
 	count(CNT_TSTATE_WALK);
 
 	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
 		     &interp))
 		return -ST_ERR_READ_RUNTIME;
+	entry.interp = interp;
+	entry.ts = now;
 	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
 		if (read_u64(interp + off->interp_threads_head, &w.tstate))
 			return -ST_ERR_READ_RUNTIME;
+		if (!i)
+			entry.head = w.tstate;
 		bpf_loop(PYSIGHT_MAX_THREADS, walk_thread, &w, 0);
 		if (w.found) {
 			entry.tstate = w.tstate;
-			entry.ts = now;
+			entry.interp = interp;
 			bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
 			*out = w.tstate;
 			return 0;
@@ -250,7 +315,6 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			break;
 	}
 	entry.tstate = 0;
-	entry.ts = now;
 	bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
 	return -ST_NO_TSTATE;
 }
@@ -258,6 +322,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 /* Scalars the frame loop needs, copied out of the map value once. */
 struct frame_ctx {
 	__u64 frame;
+	__u64 epoch;		/* the process's start time */
 	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
 	__u64 hash;
 	__u64 code_type;
@@ -266,37 +331,44 @@ struct frame_ctx {
 	__u32 status;
 	__u32 cache_hits;
 	__u16 f_prev, f_code, f_instr, f_owner;
-	__u16 c_first, c_file, c_name, c_qual, c_adaptive, u_hash, o_type;
+	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
+	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
 	__u32 tgid;
 };
 
-#define WIN_U64(win, size, off) \
-	((off) <= (size) - 8 ? *(__u64 *)((win) + (off)) : 0)
-#define WIN_U32(win, size, off) \
-	((off) <= (size) - 4 ? *(__u32 *)((win) + (off)) : 0)
 
 /* Validate the code object and compute its identity checksum. */
 static __always_inline int code_check(struct frame_ctx *c,
 				      struct sample_buf *b, __u64 code,
 				      __u32 *check)
 {
-	__u64 type, name, file, qual, nhash = 0;
-	__u32 first;
+	struct code_ident id = {};
+	__u64 type;
 
 	if (bpf_probe_read_user(b->cwin, sizeof(b->cwin), (void *)code))
 		return -ST_ERR_READ_CODE;
 	type = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->o_type);
 	if (type != c->code_type)
 		return -ST_ERR_BAD_CODE;
-	first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
-	name = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_name);
-	file = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_file);
-	qual = c->c_qual != PY_OFF_NONE ?
+	id.first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
+	id.name = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_name);
+	id.file = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_file);
+	id.qual = c->c_qual != PY_OFF_NONE ?
 		       WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_qual) : 0;
-	if (name)
-		read_u64(name + c->u_hash, &nhash);
-	*check = pysight_code_check(name, file, first, qual, nhash);
+	id.linetable = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_lt);
+	if (id.name)
+		read_u64(id.name + c->u_hash, &id.name_hash);
+	if (id.linetable)
+		read_u64(id.linetable + c->b_size, &id.linetable_len);
+	if (id.linetable_len >= PYSIGHT_LT_HEAD)
+		bpf_probe_read_user(id.lt_head, PYSIGHT_LT_HEAD,
+				    (void *)(id.linetable + c->b_data));
+	else if (id.linetable_len)
+		bpf_probe_read_user(id.lt_head,
+				    id.linetable_len & (PYSIGHT_LT_HEAD - 1),
+				    (void *)(id.linetable + c->b_data));
+	*check = pysight_code_check(&id);
 	return 0;
 }
 
@@ -319,7 +391,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 	if (!slot)
 		return code_check(c, b, code, check);
 	if (slot->code == code && slot->tgid == c->tgid &&
-	    slot->tag == slot_tag(c->tgid, code, slot->check)) {
+	    slot->tag == slot_tag(c->tgid, c->epoch, code, slot->check)) {
 		*check = slot->check;
 		c->cache_hits++;
 		return 0;
@@ -330,7 +402,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 		slot->code = code;
 		slot->tgid = c->tgid;
 		slot->check = *check;
-		slot->tag = slot_tag(c->tgid, code, *check);
+		slot->tag = slot_tag(c->tgid, c->epoch, code, *check);
 	}
 	return err;
 }
@@ -514,8 +586,12 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c.c_name = off->code_name;
 	c.c_qual = off->code_qualname;
 	c.c_adaptive = off->code_code_adaptive;
+	c.c_lt = off->code_linetable;
 	c.u_hash = off->unicode_hash;
 	c.o_type = off->object_type;
+	c.b_size = off->bytes_size;
+	c.b_data = off->bytes_data;
+	c.epoch = BPF_CORE_READ(task, group_leader, start_time);
 	c.instr_kind = off->instr_kind;
 	c.owner_cstack = off->owner_cstack;
 	c.skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
@@ -598,32 +674,44 @@ static __always_inline int exe_key(struct task_struct *task,
 {
 	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
 
+	struct inode *inode;
+
 	if (!exe)
 		return -1;
-	key->ino = BPF_CORE_READ(exe, f_inode, i_ino);
-	key->dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
+	inode = BPF_CORE_READ(exe, f_inode);
+	key->ino = BPF_CORE_READ(inode, i_ino);
+	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key->size = BPF_CORE_READ(inode, i_size);
+	inode_mtime(inode, &key->mtime_sec, &key->mtime_nsec);
 	return 0;
 }
 
 /*
- * A process of an interpreter binary already inspected gets its facts
- * from the binary map, without asking user space.  flags: BPF_NOEXIST
- * when a sample races other CPUs to it, BPF_ANY at exec (a new image).
+ * A process of an executable already inspected needs no question to user
+ * space: its facts come from the binary map, or it is known not to be
+ * Python.  flags: BPF_NOEXIST when a sample races other CPUs to it,
+ * BPF_ANY at exec (a new image).
  */
 static __always_inline bool configure_from_binary(struct task_struct *task,
 						  __u32 tgid, __u64 flags)
 {
 	struct py_binary_key key = {};
+	struct py_proc ignored = { .state = PY_PROC_IGNORED };
 	struct py_proc *known;
 
 	if (exe_key(task, &key))
 		return false;
 	known = bpf_map_lookup_elem(&binaries, &key);
-	if (!known)
-		return false;
-	bpf_map_update_elem(&procs, &tgid, known, flags);
-	count(CNT_BINARY_HIT);
-	return true;
+	if (known) {
+		bpf_map_update_elem(&procs, &tgid, known, flags);
+		count(CNT_BINARY_HIT);
+		return true;
+	}
+	if (bpf_map_lookup_elem(&not_python, &key)) {
+		bpf_map_update_elem(&procs, &tgid, &ignored, flags);
+		return true;
+	}
+	return false;
 }
 
 /* Configure a process BPF has not seen: from the binary map when its
@@ -633,6 +721,10 @@ static __always_inline struct py_proc *discover(struct task_struct *task,
 {
 	struct py_proc pending = {};
 
+	/* past its exit tracepoint a task still runs (and is sampled) while
+	 * it tears down: an entry made now would outlive it */
+	if (BPF_CORE_READ(task, flags) & PF_EXITING)
+		return NULL;
 	if (configure_from_binary(task, tgid, BPF_NOEXIST))
 		return bpf_map_lookup_elem(&procs, &tgid);
 	pending.state = PY_PROC_PENDING;
@@ -688,13 +780,20 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pysight_exec, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct py_proc pending = { .state = PY_PROC_PENDING };
 
 	/* a new image: whatever we knew about this pid is stale */
-	bpf_map_delete_elem(&procs, &tgid);
 	bpf_map_delete_elem(&tstates, &tgid);
-	if (!wanted(tgid))
+	if (!wanted(tgid)) {
+		bpf_map_delete_elem(&procs, &tgid);
 		return 0;
-	configure_from_binary(p, tgid, BPF_ANY);
+	}
+	if (configure_from_binary(p, tgid, BPF_ANY))
+		return 0;
+	/* pending until user space answers; the entry makes its exit
+	 * reported, so user space can forget what it learns */
+	bpf_map_update_elem(&procs, &tgid, &pending, BPF_ANY);
+	count(CNT_NEW_PID);
 	emit_proc_event(EV_EXEC, tgid, tgid);
 	return 0;
 }
@@ -724,15 +823,19 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 tid = BPF_CORE_READ(p, pid);
 	struct py_proc *proc;
-	bool known;
+	bool told;
 
 	bpf_map_delete_elem(&tstates, &tid);
-	if (tid != tgid)
+	/* the process ends with its last thread, which need not be the
+	 * leader: do_exit() counts signal->live down before this point */
+	if (BPF_CORE_READ(p, signal, live.counter))
 		return 0;
+	/* user space may hold an entry for a process pending or Python
+	 * (ignored ones it forgets at once), or may be about to write one */
 	proc = bpf_map_lookup_elem(&procs, &tgid);
-	known = proc && proc->state == PY_PROC_PYTHON;
+	told = proc && proc->state != PY_PROC_IGNORED;
 	bpf_map_delete_elem(&procs, &tgid);
-	if (known || (filter_pids && bpf_map_lookup_elem(&targets, &tgid)))
+	if (told || (filter_pids && bpf_map_lookup_elem(&targets, &tgid)))
 		emit_proc_event(EV_EXIT, tgid, tid);
 	bpf_map_delete_elem(&targets, &tgid);
 	return 0;

@@ -13,6 +13,7 @@
 #define PYSIGHT_MAX_INTERPS	4	/* sub-interpreters walked */
 #define PYSIGHT_CODE_WINDOW	192	/* bytes read from a code object */
 #define PYSIGHT_FRAME_WINDOW	128	/* bytes read from a frame */
+#define PYSIGHT_TSTATE_WINDOW	256	/* bytes of a thread state read (2^n) */
 #define PYSIGHT_BULK		16384	/* bytes of data stack read at once */
 #define PYSIGHT_COMM_LEN	16
 
@@ -58,6 +59,7 @@ struct py_offsets {
 	__u16 interp_next;
 	__u16 interp_threads_head;
 	/* PyThreadState */
+	__u16 tstate_prev;
 	__u16 tstate_next;
 	__u16 tstate_thread_id;		/* pthread_t */
 	__u16 tstate_native_thread_id;
@@ -86,7 +88,7 @@ struct py_offsets {
 	__u16 tstate_datastack_chunk;	/* 3.11+: frames live in its chunks */
 	__u16 object_type;		/* ob_type in PyObject */
 	__u16 unicode_length;		/* length in PyASCIIObject */
-	__u16 pad[3];
+	__u16 pad[2];
 };
 
 enum py_proc_state {
@@ -111,10 +113,18 @@ struct py_proc {
 	__u64 bytes_type_addr;		/* &PyBytes_Type */
 };
 
-/* Key of the per-binary map: the interpreter executable's inode. */
+/*
+ * Key of the per-binary maps: an executable's identity.  Size and mtime
+ * are in it because a file can be rewritten in place: same inode, other
+ * bytes, other facts.
+ */
 struct py_binary_key {
 	__u64 dev;		/* kernel dev_t: major << 20 | minor */
 	__u64 ino;
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 pad;
 };
 
 struct py_frame {
@@ -208,13 +218,41 @@ static inline __u64 pysight_mix64(__u64 h)
 	return h;
 }
 
-static inline __u32 pysight_code_check(__u64 name, __u64 file, __u32 first,
-				       __u64 qual, __u64 name_hash)
-{
-	__u64 h = pysight_mix64(name ^ (file << 1) ^ ((__u64)first << 32));
+/*
+ * What identifies a code object: its strings, its first line, the name's
+ * content (its hash), and its line table: address, length and the first
+ * PYSIGHT_LT_HEAD bytes.  A recycled object with the same name and first
+ * line but other lines is told apart, unless its table has the same
+ * address and length and differs only past those bytes.
+ */
+#define PYSIGHT_LT_HEAD	64
 
-	h = pysight_mix64(h ^ qual ^ name_hash);
+struct code_ident {
+	__u64 name, file, qual, name_hash;
+	__u64 linetable, linetable_len;
+	__u64 lt_head[PYSIGHT_LT_HEAD / 8];	/* zero past the length */
+	__u32 first;
+	__u32 pad;
+};
+
+static inline __u32 pysight_code_check(const struct code_ident *id)
+{
+	__u64 h = pysight_mix64(id->name ^ (id->file << 1) ^
+				((__u64)id->first << 32));
+	int i;
+
+	h = pysight_mix64(h ^ id->qual ^ id->name_hash);
+	h = pysight_mix64(h ^ id->linetable ^ (id->linetable_len << 17));
+	for (i = 0; i < PYSIGHT_LT_HEAD / 8; i++)
+		h = pysight_mix64(h ^ id->lt_head[i]);
 	return (__u32)(h ^ (h >> 32));
+}
+
+/* How many of the line table's bytes go into the check. */
+static inline __u32 pysight_lt_head_len(__u64 linetable_len)
+{
+	return linetable_len < PYSIGHT_LT_HEAD ? (__u32)linetable_len :
+						  PYSIGHT_LT_HEAD;
 }
 
 #endif /* __PYSIGHT_H */

@@ -288,6 +288,15 @@ static void summary(struct record *r, double secs, const char *path, int werr)
 			st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
 			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
 			st.stale_symbols);
+	if (r->o.verbose)
+		fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
+			"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
+			"binaries %u, not_python %u, targets %u, tstates %u, "
+			"stacks_seen %u, uprobes %u\n",
+			st.rss_kib, st.registry, st.procs, st.symbols, st.stacks,
+			st.maps.procs, st.maps.binaries, st.maps.not_python,
+			st.maps.targets, st.maps.tstates, st.maps.stacks_seen,
+			st.maps.probes);
 	if (st.first_error)
 		fprintf(stderr, "pysight: some processes were skipped: %s\n",
 			st.first_error);

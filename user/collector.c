@@ -455,6 +455,20 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 	return 0;
 }
 
+static unsigned long rss_kib(void)
+{
+	char line[128];
+	unsigned long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -465,6 +479,12 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
+	sampler__map_sizes(c->sampler, &st->maps);
+	st->registry = registry__size(c->reg);
+	st->procs = HASH_COUNT(c->procs);
+	st->symbols = symcache__size(c->syms);
+	st->stacks = profile__nstacks(c->prof);
+	st->rss_kib = rss_kib();
 }
 
 const char *collector__status_name(int st)

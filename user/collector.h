@@ -15,6 +15,7 @@
 #include <linux/types.h>
 #include "pysight.h"
 #include "profile.h"
+#include "sampler.h"
 
 struct collector_opts {
 	unsigned int rate_hz;
@@ -33,6 +34,10 @@ struct collector_stats {
 	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
+	/* how much is held, for -v and the tests that look for leaks */
+	struct sampler_sizes maps;
+	unsigned int registry, procs, symbols, stacks;
+	unsigned long rss_kib;
 };
 
 struct collector;

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * A thin, bounds-checked layer over libelf: the interpreter files we
- * read come from other processes' roots and may be anything.
+ * read come from other processes' roots and may be anything.  They are
+ * read with pread, never mapped: a file truncated while we read it
+ * (a container can do that) then gives short reads and errors, where a
+ * mapping would kill pysight with SIGBUS.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,29 +19,24 @@
 
 struct elf_file {
 	int fd;
+	bool own_fd;
 	Elf *elf;
 	GElf_Ehdr ehdr;
 	uint64_t first_load;
 };
 
-int elffile__open(const char *path, struct elf_file **out)
+int elffile__open_fd(int fd, struct elf_file **out)
 {
 	struct elf_file *ef;
 	size_t i, nphdr;
-	int err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	ef = calloc(1, sizeof(*ef));
 	if (!ef)
 		return -ENOMEM;
-	ef->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (ef->fd < 0) {
-		err = -errno;
-		free(ef);
-		return err;
-	}
-	ef->elf = elf_begin(ef->fd, ELF_C_READ_MMAP, NULL);
+	ef->fd = fd;
+	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF ||
 	    !gelf_getehdr(ef->elf, &ef->ehdr) ||
 	    elf_getphdrnum(ef->elf, &nphdr)) {
@@ -58,13 +57,28 @@ int elffile__open(const char *path, struct elf_file **out)
 	return 0;
 }
 
+int elffile__open(const char *path, struct elf_file **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = elffile__open_fd(fd, out);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	(*out)->own_fd = true;
+	return 0;
+}
+
 void elffile__close(struct elf_file *ef)
 {
 	if (!ef)
 		return;
 	if (ef->elf)
 		elf_end(ef->elf);
-	if (ef->fd >= 0)
+	if (ef->own_fd)
 		close(ef->fd);
 	free(ef);
 }
@@ -224,7 +238,7 @@ int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
 	return find_rela(ef, vaddr, out);
 }
 
-int elffile__file_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
+int elffile__code_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
 {
 	size_t i, nphdr;
 
@@ -233,7 +247,12 @@ int elffile__file_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
 	for (i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(ef->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(ef->elf, (int)i, &ph) ||
+		    ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		/* the numbers are the file's: refuse any that wrap */
+		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr ||
+		    ph.p_offset + ph.p_filesz < ph.p_offset)
 			continue;
 		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
 			*out = vaddr - ph.p_vaddr + ph.p_offset;

@@ -10,6 +10,9 @@
 struct elf_file;
 
 int elffile__open(const char *path, struct elf_file **out);
+/* Read the file fd refers to; the caller keeps fd and closes it after
+ * elffile__close. */
+int elffile__open_fd(int fd, struct elf_file **out);
 void elffile__close(struct elf_file *ef);
 
 /* ET_EXEC: symbol values are absolute addresses, no load bias. */
@@ -27,8 +30,10 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
  * the file bytes for ET_EXEC, the RELA addend (or symbol) for ET_DYN. */
 int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
 
-/* File offset of virtual address vaddr, through the PT_LOAD segments. */
-int elffile__file_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
+/* File offset of code at virtual address vaddr: only inside an
+ * executable PT_LOAD segment whose numbers do not wrap (a uprobe goes
+ * there).  -ENOENT otherwise. */
+int elffile__code_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
 
 /* Virtual address of the first PT_LOAD segment, page aligned down. */
 uint64_t elffile__first_load(const struct elf_file *ef);

@@ -51,7 +51,7 @@ int offsets__from_table(int major, int minor, struct py_offsets *out)
 struct debug_vals {
 	__u64 runtime_size, runtime_interpreters_head;
 	__u64 interp_size, interp_next, interp_threads_head;
-	__u64 tstate_size, tstate_next, tstate_thread_id;
+	__u64 tstate_size, tstate_prev, tstate_next, tstate_thread_id;
 	__u64 tstate_native_thread_id, tstate_current_frame;
 	__u64 tstate_datastack_chunk;
 	__u64 frame_size, frame_previous, frame_executable;
@@ -136,6 +136,7 @@ static void read_vals(const unsigned char *p,
 	RD(interp_next);
 	RD(interp_threads_head);
 	RD(tstate_size);
+	RD(tstate_prev);
 	RD(tstate_next);
 	RD(tstate_thread_id);
 	RD(tstate_native_thread_id);
@@ -210,7 +211,8 @@ static void check_disjoint(struct verdict *v, const char *name,
 static void check_threads(struct verdict *v, const struct debug_vals *d)
 {
 	const struct span ts[] = {
-		{ d->tstate_next, 8 }, { d->tstate_thread_id, 8 },
+		{ d->tstate_prev, 8 }, { d->tstate_next, 8 },
+		{ d->tstate_thread_id, 8 },
 		{ d->tstate_native_thread_id, 8 },
 		{ d->tstate_current_frame, 8 },
 		{ d->tstate_datastack_chunk, 8 },
@@ -227,6 +229,7 @@ static void check_threads(struct verdict *v, const struct debug_vals *d)
 	if (d->interp_next == d->interp_threads_head)
 		fail(v, "interp next == threads.head");
 	check_size(v, "PyThreadState", d->tstate_size, 64, TSTATE_MAX);
+	check_field(v, "tstate prev", d->tstate_prev, 8, d->tstate_size);
 	check_field(v, "tstate next", d->tstate_next, 8, d->tstate_size);
 	check_field(v, "thread_id", d->tstate_thread_id, 8, d->tstate_size);
 	check_field(v, "native_thread_id", d->tstate_native_thread_id, 8,
@@ -316,6 +319,7 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->runtime_interpreters_head = d->runtime_interpreters_head;
 	o->interp_next = d->interp_next;
 	o->interp_threads_head = d->interp_threads_head;
+	o->tstate_prev = d->tstate_prev;
 	o->tstate_next = d->tstate_next;
 	o->tstate_thread_id = d->tstate_thread_id;
 	o->tstate_native_thread_id = d->tstate_native_thread_id;

@@ -54,6 +54,7 @@ struct offsets_debug_layout {
 	__u16 interp_next;
 	__u16 interp_threads_head;
 	__u16 tstate_size;
+	__u16 tstate_prev;
 	__u16 tstate_next;
 	__u16 tstate_thread_id;
 	__u16 tstate_native_thread_id;

@@ -2,16 +2,25 @@
 /*
  * Find a process's interpreter: the executable (Debian links libpython
  * statically and builds non-PIE) or a mapped libpython3.X.so (pyenv,
- * most distributions' embedders).  Files are opened through
- * /proc/PID/map_files, so a process in another mount namespace or a
- * chroot is read from its own root.
+ * most distributions' embedders).
+ *
+ * The process may be hostile, and we are root.  So a file is opened
+ * once, as exactly the inode it maps (/proc/PID/map_files, which also
+ * reaches a deleted file), or else resolved inside the process's own
+ * root (openat2 RESOLVE_IN_ROOT), never against ours; it must then be
+ * the inode /proc/PID/maps names.  Everything after that goes through
+ * the open descriptor: its identity (fstat), its ELF data (pread), and
+ * the uprobe that watches it (/proc/self/fd/N).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -19,16 +28,30 @@
 #include "offsets.h"
 #include "process.h"
 
-#define MIN_MINOR 8
+#define MIN_MINOR	8
+#define DELETED		" (deleted)"
+#define DEBUG_MAX	16384	/* bytes of _Py_DebugOffsets read at most */
 
 struct mapping {
 	uint64_t start, end, offset;
-	char path[PATH_MAX];
+	unsigned int dev_major, dev_minor;
+	uint64_t ino;
+	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
 };
 
 __u64 process__kernel_dev(dev_t dev)
 {
 	return ((__u64)major(dev) << 20) | minor(dev);
+}
+
+void process__file_key(const struct stat *st, struct py_binary_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->dev = process__kernel_dev(st->st_dev);
+	key->ino = st->st_ino;
+	key->size = st->st_size;
+	key->mtime_sec = st->st_mtim.tv_sec;
+	key->mtime_nsec = st->st_mtim.tv_nsec;
 }
 
 static const char *base_name(const char *path)
@@ -62,11 +85,40 @@ static bool looks_like_python(const char *path)
 	return !strncmp(base_name(path), "python", 6);
 }
 
+/* A replaced file reads "path (deleted)" in /proc: cut the mark. */
+static void cut_deleted(char *path)
+{
+	size_t n = strlen(path), d = strlen(DELETED);
+
+	if (n > d && !strcmp(path + n - d, DELETED))
+		path[n - d] = 0;
+}
+
+static int parse_mapping(char *line, struct mapping *m)
+{
+	char *file;
+	int n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64
+		   " %n", &m->start, &m->end, &m->offset, &m->dev_major,
+		   &m->dev_minor, &m->ino, &n) < 6 || !n)
+		return -EINVAL;
+	file = line + n;
+	file[strcspn(file, "\n")] = 0;
+	if (file[0] != '/')
+		return -EINVAL;
+	snprintf(m->path, sizeof(m->path), "%s", file);
+	cut_deleted(m->path);
+	return 0;
+}
+
 /* The first mapping (lowest address) of the executable and of libpython. */
 static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
 		     struct mapping *lib_map)
 {
 	char path[64], line[PATH_MAX + 128];
+	struct mapping m;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
@@ -74,43 +126,108 @@ static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		struct mapping m = {};
-		char *file;
-		int n = 0;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
-			   " %*s %*s %n", &m.start, &m.end, &m.offset, &n) < 3 ||
-		    !n)
+		if (parse_mapping(line, &m))
 			continue;
-		file = line + n;
-		file[strcspn(file, "\n")] = 0;
-		if (file[0] != '/')
-			continue;
-		snprintf(m.path, sizeof(m.path), "%s", file);
-		if (!exe_map->start && !strcmp(file, exe))
+		if (!exe_map->start && !strcmp(m.path, exe))
 			*exe_map = m;
-		else if (!lib_map->start && is_libpython(file))
+		else if (!lib_map->start && is_libpython(m.path))
 			*lib_map = m;
 	}
 	fclose(f);
 	return 0;
 }
 
-/* Open the mapped file as the process sees it; path says how it was. */
-static int open_mapped(pid_t pid, const struct mapping *m,
-		       struct elf_file **ef, char *path, size_t len)
+/* openat2 with these resolve flags; O_NONBLOCK: a FIFO planted at the
+ * path must not hang us. */
+static int open_resolved(int dirfd, const char *path, __u64 resolve)
 {
-	snprintf(path, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
-		 m->start, m->end);
-	if (!elffile__open(path, ef))
-		return 0;
-	snprintf(path, len, "/proc/%d/root%s", pid, m->path);
-	return elffile__open(path, ef);
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = resolve,
+	};
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+int process__open_in_root(int rootfd, const char *path)
+{
+	return open_resolved(rootfd, path,
+			     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+}
+
+/*
+ * The path /proc/PID/maps gives is the mapped dentry's own path, with
+ * no symlink in it: one met now was planted since, so none is followed.
+ * It reads from our root when the file is reachable from it (a chroot),
+ * else from the process's root (another mount namespace): both are
+ * tried, inside their root, and open_mapped() checks the inode.
+ */
+static int open_by_path(pid_t pid, const char *path, int attempt)
+{
+	const __u64 strict = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	char root[64];
+	int rfd, fd;
+
+	if (attempt == 0)
+		return open_resolved(AT_FDCWD, path, strict);
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = open_resolved(rfd, path, strict | RESOLVE_IN_ROOT);
+	close(rfd);
+	return fd;
+}
+
+static bool is_mapped_file(int fd, const struct mapping *m, bool exact,
+			   struct stat *st)
+{
+	return !fstat(fd, st) && S_ISREG(st->st_mode) && st->st_ino == m->ino &&
+	       (!exact || (major(st->st_dev) == m->dev_major &&
+			   minor(st->st_dev) == m->dev_minor));
+}
+
+/*
+ * A descriptor on exactly the file mapped at m, and its identity; -errno.
+ * First /proc/PID/map_files (the mapped file itself, deleted or not;
+ * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), then /proc/PID/exe for
+ * the executable (the same, for the program file), then by path.  Each
+ * must be the inode the mapping names; through overlayfs a path gives
+ * another device, so there only the inode number is compared.
+ */
+static int open_mapped(pid_t pid, const struct mapping *m, bool is_exe,
+		       struct stat *st)
+{
+	char path[96];
+	int fd, i, err = -ENOENT;
+
+	for (i = 0; i < 4; i++) {
+		bool exact = i < 2;
+
+		if (i == 0)
+			snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64
+				 "-%" PRIx64, pid, m->start, m->end);
+		if (i == 1 && !is_exe)
+			continue;
+		if (i == 1)
+			snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+		fd = i < 2 ? open(path, O_RDONLY | O_CLOEXEC) :
+			     open_by_path(pid, m->path, i - 2);
+		if (fd < 0)
+			continue;
+		if (is_mapped_file(fd, m, exact, st))
+			return fd;
+		close(fd);
+		err = -ESTALE;
+	}
+	return err;
 }
 
 /*
  * Where code objects die: PyCode_Type.tp_dealloc.  A uprobe there lets
- * BPF cache code objects safely.  0 when it cannot be found.
+ * BPF cache code objects safely.  0 when it cannot be found, or when the
+ * file says it is not code: the offset comes from the file's own bytes.
  */
 static __u64 code_dealloc_offset(struct elf_file *ef, uint64_t code_type)
 {
@@ -118,7 +235,7 @@ static __u64 code_dealloc_offset(struct elf_file *ef, uint64_t code_type)
 	uint64_t fn = 0, off = 0;
 
 	if (elffile__read_pointer(ef, code_type + tp_dealloc, &fn) || !fn ||
-	    elffile__file_offset(ef, fn, &off))
+	    elffile__code_offset(ef, fn, &off))
 		return 0;
 	return off;
 }
@@ -147,8 +264,8 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
 			struct pyproc_info *info, char *err, size_t errlen)
 {
 	__u32 hex = info->proc.off.version_hex;
-	static char buf[16384];
 	size_t len;
+	char *buf;
 	int ret;
 
 	if (info->minor <= 12) {
@@ -161,18 +278,24 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
 			info->proc.off.version_hex = hex;
 		return ret ? -ENOTSUP : 0;
 	}
-	len = size && size < sizeof(buf) ? size : sizeof(buf);
+	buf = malloc(DEBUG_MAX);
+	if (!buf)
+		return -ENOMEM;
+	len = size && size < DEBUG_MAX ? size : DEBUG_MAX;
 	while (len >= 512 && elffile__read(ef, runtime, buf, len))
 		len /= 2;
 	if (len < 512) {
 		snprintf(err, errlen,
 			 "Python %d.%d: cannot read _Py_DebugOffsets from %s",
 			 info->major, info->minor, info->interp_path);
-		return -ENOTSUP;
+		ret = -ENOTSUP;
+	} else {
+		ret = offsets__from_debug(buf, len, info->minor,
+					  &info->proc.off, err, errlen);
+		ret = ret ? -ENOTSUP : 0;
 	}
-	ret = offsets__from_debug(buf, len, info->minor, &info->proc.off, err,
-				  errlen);
-	return ret ? -ENOTSUP : 0;
+	free(buf);
+	return ret;
 }
 
 /*
@@ -181,7 +304,7 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
  * binary's symbol tables once, not once a process.
  */
 struct interp_facts {
-	struct stat id;
+	struct py_binary_key id;
 	int ret;		/* 0, -ENOENT (no _PyRuntime) or -ENOTSUP */
 	char err[PATH_MAX + 128];
 	struct pyproc_info info;	/* addresses unrelocated */
@@ -191,21 +314,24 @@ struct interp_facts {
 
 #define FACTS_CACHE 64
 
-static struct interp_facts facts_cache[FACTS_CACHE];
-static unsigned int facts_next;
+struct interp_cache {
+	struct interp_facts facts[FACTS_CACHE];
+	unsigned int next;
+};
 
-static bool same_file(const struct stat *a, const struct stat *b)
+struct interp_cache *interp_cache__new(void)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
-	       a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	return calloc(1, sizeof(struct interp_cache));
+}
+
+void interp_cache__free(struct interp_cache *c)
+{
+	free(c);
 }
 
 static void read_facts(struct elf_file *ef, const struct mapping *m,
 		       struct interp_facts *f)
 {
-	static char why[PATH_MAX + 128];
 	struct pyproc_info *info = &f->info;
 	uint64_t runtime, rsize, code_type, addr;
 
@@ -228,10 +354,8 @@ static void read_facts(struct elf_file *ef, const struct mapping *m,
 			 info->major, info->minor, MIN_MINOR);
 		return;
 	}
-	if (load_offsets(ef, runtime, rsize, info, why, sizeof(why))) {
-		snprintf(f->err, sizeof(f->err), "%s", why);
+	if (load_offsets(ef, runtime, rsize, info, f->err, sizeof(f->err)))
 		return;
-	}
 	if (elffile__symbol(ef, "PyCode_Type", &code_type, NULL)) {
 		snprintf(f->err, sizeof(f->err), "no PyCode_Type symbol in %s",
 			 m->path);
@@ -248,47 +372,64 @@ static void read_facts(struct elf_file *ef, const struct mapping *m,
 	f->ret = 0;
 }
 
-static const struct interp_facts *facts_of(pid_t pid, const struct mapping *m,
-					   char *open_path, size_t len)
+/* The facts of the file open at fd, from the cache or parsed now. */
+static const struct interp_facts *facts_of(struct interp_cache *c, int fd,
+					   const struct py_binary_key *id,
+					   const struct mapping *m,
+					   struct interp_facts *scratch)
 {
-	struct interp_facts *f;
+	struct interp_facts *f = scratch;
 	struct elf_file *ef;
-	struct stat st;
 	unsigned int i;
 
-	if (open_mapped(pid, m, &ef, open_path, len))
-		return NULL;
-	if (stat(open_path, &st)) {
-		elffile__close(ef);
-		return NULL;
-	}
-	for (i = 0; i < FACTS_CACHE; i++) {
-		if (facts_cache[i].id.st_ino && same_file(&facts_cache[i].id, &st)) {
-			elffile__close(ef);
-			return &facts_cache[i];
-		}
-	}
-	f = &facts_cache[facts_next++ % FACTS_CACHE];
+	for (i = 0; c && i < FACTS_CACHE; i++)
+		if (c->facts[i].id.ino &&
+		    !memcmp(&c->facts[i].id, id, sizeof(*id)))
+			return &c->facts[i];
+	if (c)
+		f = &c->facts[c->next++ % FACTS_CACHE];
 	memset(f, 0, sizeof(*f));
-	f->id = st;
+	f->id = *id;
+	if (elffile__open_fd(fd, &ef)) {
+		f->ret = -ENOENT;	/* not ELF: not an interpreter */
+		return f;
+	}
 	read_facts(ef, m, f);
 	elffile__close(ef);
 	return f;
 }
 
-static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
+static int inspect_file(struct interp_cache *c, pid_t pid,
+			const struct mapping *m, bool is_exe,
 			struct pyproc_info *info, char *err, size_t errlen)
 {
-	char open_path[sizeof(info->interp_open)];
 	const struct interp_facts *f;
+	struct interp_facts *scratch = NULL;
+	struct py_binary_key id;
 	uint64_t bias = 0;
+	struct stat st;
+	int fd, ret = 0;
 
-	f = facts_of(pid, m, open_path, sizeof(open_path));
-	if (!f || f->ret == -ENOENT)
+	fd = open_mapped(pid, m, is_exe, &st);
+	if (fd == -ESTALE) {
+		/* replaced since it was mapped: look again later */
+		snprintf(err, errlen, "%s is not the file pid %d maps", m->path,
+			 pid);
+		return -EAGAIN;
+	}
+	if (fd < 0)
 		return -ENOENT;
+	process__file_key(&st, &id);
+	if (!c && !(scratch = malloc(sizeof(*scratch)))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f = facts_of(c, fd, &id, m, scratch);
 	if (f->ret) {
 		snprintf(err, errlen, "%s", f->err);
-		return f->ret;
+		ret = f->ret;
+		close(fd);
+		goto out;
 	}
 	/* keep what the caller already learnt about the executable */
 	info->proc = f->info.proc;
@@ -297,9 +438,8 @@ static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 	info->micro = f->info.micro;
 	info->code_free_offset = f->info.code_free_offset;
 	snprintf(info->interp_path, sizeof(info->interp_path), "%s", m->path);
-	snprintf(info->interp_open, sizeof(info->interp_open), "%s", open_path);
-	info->interp_key.dev = process__kernel_dev(f->id.st_dev);
-	info->interp_key.ino = f->id.st_ino;
+	info->interp_fd = fd;
+	info->interp_key = id;
 	if (!f->is_exec)
 		bias = m->start - m->offset - f->first_load;
 	info->proc.runtime_addr += bias;
@@ -309,7 +449,9 @@ static int inspect_file(pid_t pid, const struct mapping *m, bool is_exe,
 	if (info->proc.bytes_type_addr)
 		info->proc.bytes_type_addr += bias;
 	info->exe_reusable = is_exe && f->is_exec;
-	return 0;
+out:
+	free(scratch);
+	return ret;
 }
 
 /* An interpreter without _PyRuntime: too old, or stripped. */
@@ -330,6 +472,8 @@ static int no_runtime(const char *path, char *err, size_t errlen, int ret)
 	return ret;
 }
 
+/* The executable's path as the process sees it, and its identity, which
+ * the BPF side computes at exec from the same inode. */
 static int exe_identity(pid_t pid, char *exe, size_t len,
 			struct pyproc_info *info)
 {
@@ -342,24 +486,61 @@ static int exe_identity(pid_t pid, char *exe, size_t len,
 	if (n < 0)
 		return -errno;
 	exe[n] = 0;
-	/* a replaced binary reads "path (deleted)" */
-	if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
-		exe[n - 10] = 0;
+	cut_deleted(exe);
 	if (stat(path, &st))
 		return -errno;
-	info->exe_key.dev = process__kernel_dev(st.st_dev);
-	info->exe_key.ino = st.st_ino;
+	process__file_key(&st, &info->exe_key);
+	info->exe_known = true;
 	return 0;
 }
 
-int process__inspect(pid_t pid, struct pyproc_info *info, char *err,
-		     size_t errlen)
+void process__release(struct pyproc_info *info)
+{
+	if (info->interp_fd >= 0)
+		close(info->interp_fd);
+	info->interp_fd = -1;
+}
+
+static int inspect_maps(struct interp_cache *c, pid_t pid, const char *exe,
+			struct pyproc_info *info, char *err, size_t errlen)
 {
 	struct mapping exe_map = {}, lib_map = {};
+	int ret;
+
+	ret = read_maps(pid, exe, &exe_map, &lib_map);
+	if (ret) {
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid,
+			 strerror(-ret));
+		return ret == -ENOENT ? -ESRCH : -EACCES;
+	}
+	err[0] = 0;
+	if (exe_map.start) {
+		ret = inspect_file(c, pid, &exe_map, true, info, err, errlen);
+		if (ret != -ENOENT)
+			return ret;
+	}
+	if (lib_map.start) {
+		ret = inspect_file(c, pid, &lib_map, false, info, err, errlen);
+		if (ret != -ENOENT)
+			return ret;
+		return no_runtime(lib_map.path, err, errlen, -ENOTSUP);
+	}
+	if (looks_like_python(exe)) {
+		/* the dynamic loader may not have mapped libpython yet */
+		return no_runtime(exe, err, errlen, -EAGAIN);
+	}
+	snprintf(err, errlen, "%d is not a Python process (%s)", pid, exe);
+	return -ENOEXEC;
+}
+
+int process__inspect(struct interp_cache *c, pid_t pid,
+		     struct pyproc_info *info, char *err, size_t errlen)
+{
 	char exe[PATH_MAX], path[64];
 	int ret;
 
 	memset(info, 0, sizeof(*info));
+	info->interp_fd = -1;
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (access(path, F_OK)) {
 		snprintf(err, errlen, "no such process: %d", pid);
@@ -375,28 +556,8 @@ int process__inspect(pid_t pid, struct pyproc_info *info, char *err,
 			 strerror(-ret));
 		return ret == -ESRCH ? -ESRCH : -EACCES;
 	}
-	ret = read_maps(pid, exe, &exe_map, &lib_map);
-	if (ret) {
-		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid,
-			 strerror(-ret));
-		return ret == -ENOENT ? -ESRCH : -EACCES;
-	}
-	err[0] = 0;
-	if (exe_map.start) {
-		ret = inspect_file(pid, &exe_map, true, info, err, errlen);
-		if (ret != -ENOENT)
-			return ret;
-	}
-	if (lib_map.start) {
-		ret = inspect_file(pid, &lib_map, false, info, err, errlen);
-		if (ret != -ENOENT)
-			return ret;
-		return no_runtime(lib_map.path, err, errlen, -ENOTSUP);
-	}
-	if (looks_like_python(exe)) {
-		/* the dynamic loader may not have mapped libpython yet */
-		return no_runtime(exe, err, errlen, -EAGAIN);
-	}
-	snprintf(err, errlen, "%d is not a Python process (%s)", pid, exe);
-	return -ENOEXEC;
+	ret = inspect_maps(c, pid, exe, info, err, errlen);
+	if (ret)
+		process__release(info);
+	return ret;
 }

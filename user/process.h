@@ -6,36 +6,55 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <linux/types.h>
 #include "pysight.h"
 
 struct pyproc_info {
 	struct py_proc proc;		/* what BPF needs */
-	struct py_binary_key exe_key;	/* the executable's inode */
+	struct py_binary_key exe_key;	/* the executable's identity */
+	bool exe_known;			/* exe_key is set, Python or not */
 	bool exe_reusable;		/* facts hold for any process of exe */
 	int major, minor, micro;
 	char interp_path[PATH_MAX];	/* file holding _PyRuntime, as mapped */
-	char interp_open[PATH_MAX + 64]; /* how to open it from here */
-	struct py_binary_key interp_key; /* its inode */
+	int interp_fd;			/* open on that inode; -1 */
+	struct py_binary_key interp_key; /* its identity */
 	__u64 code_free_offset;		/* file offset of code_dealloc, or 0 */
 };
 
+/* What each interpreter file says, kept by identity so a host starting
+ * many processes parses each binary once. */
+struct interp_cache;
+
+struct interp_cache *interp_cache__new(void);
+void interp_cache__free(struct interp_cache *c);
+
 /*
- * 0 on success.  Otherwise -errno and a one-line reason in err:
+ * 0 on success, with interp_fd open: process__release() closes it.
+ * Otherwise -errno and a one-line reason in err:
  *   -ESRCH    no such process
  *   -ENOEXEC  not a Python process
  *   -ENOTSUP  Python, but unsupported (version, free-threaded, stripped)
- *   -EAGAIN   looks like Python but libpython is not mapped yet: retry
+ *   -EAGAIN   looks like Python but libpython is not mapped yet, or its
+ *             file changed under us: retry
  *   -EACCES   /proc says no
+ * c may be NULL (no caching).
  */
-int process__inspect(pid_t pid, struct pyproc_info *info, char *err,
-		     size_t errlen);
+int process__inspect(struct interp_cache *c, pid_t pid,
+		     struct pyproc_info *info, char *err, size_t errlen);
+void process__release(struct pyproc_info *info);
 
 /* Version from a file name like python3.11, libpython3.8.so.1.0. */
 int process__version_from_name(const char *path, int *major, int *minor);
 
 /* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
 __u64 process__kernel_dev(dev_t dev);
+/* A file's identity as BPF computes it from the inode. */
+void process__file_key(const struct stat *st, struct py_binary_key *key);
+
+/* Open path read-only as seen from the root rootfd, never leaving it
+ * (RESOLVE_IN_ROOT): absolute symlinks and ".." stay inside.  -errno. */
+int process__open_in_root(int rootfd, const char *path);
 
 #endif /* __PYSIGHT_PROCESS_H */

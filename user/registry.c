@@ -23,6 +23,7 @@ struct entry {
 
 struct registry {
 	struct sampler *sampler;
+	struct interp_cache *interps;
 	struct entry *map;
 	unsigned int retrying;		/* entries with a retry due */
 	unsigned int npython;
@@ -34,9 +35,14 @@ struct registry *registry__new(struct sampler *s, bool verbose)
 {
 	struct registry *r = calloc(1, sizeof(*r));
 
-	if (r) {
-		r->sampler = s;
-		r->verbose = verbose;
+	if (!r)
+		return NULL;
+	r->sampler = s;
+	r->verbose = verbose;
+	r->interps = interp_cache__new();
+	if (!r->interps) {
+		free(r);
+		return NULL;
 	}
 	return r;
 }
@@ -51,6 +57,7 @@ void registry__free(struct registry *r)
 		HASH_DEL(r->map, e);
 		free(e);
 	}
+	interp_cache__free(r->interps);
 	free(r);
 }
 
@@ -133,7 +140,8 @@ static void set_python(struct registry *r, struct entry *e,
 	mark_python(r, e, &info->proc);
 	/* cache code objects only once their deallocs are being watched */
 	if (!sampler__watch_code_free(r->sampler, &info->interp_key,
-				      info->interp_open, info->code_free_offset))
+				      info->interp_fd, info->code_free_offset,
+				      e->p.pid))
 		e->p.proc.flags |= PY_PROC_F_CODE_CACHE;
 	else if (r->verbose)
 		fprintf(stderr, "pysight: no code object cache for pid %d\n",
@@ -151,13 +159,35 @@ static void set_python(struct registry *r, struct entry *e,
 			e->p.pid, info->minor, info->interp_path);
 }
 
-static void set_ignored(struct registry *r, struct entry *e, const char *why)
+static void forget(struct registry *r, struct entry *e)
 {
-	memset(&e->p.proc, 0, sizeof(e->p.proc));
-	e->p.proc.state = PY_PROC_IGNORED;
-	e->p.state = PY_PROC_IGNORED;
-	snprintf(e->p.err, sizeof(e->p.err), "%s", why);
-	publish(r, e);
+	if (e->next_ns && r->retrying)
+		r->retrying--;
+	HASH_DEL(r->map, e);
+	free(e);
+}
+
+/* Not Python, or not one we can sample: BPF keeps the answer, and user
+ * space forgets the process at once, so host-wide exec storms leave
+ * nothing behind.  An executable that is not Python at all is also
+ * remembered by BPF, so its next execs cost no event. */
+static void set_ignored(struct registry *r, struct entry *e,
+			const struct pyproc_info *info, int why)
+{
+	struct py_proc ignored = { .state = PY_PROC_IGNORED };
+	int err;
+
+	/* a process already gone has no entry to keep */
+	if (why == -ESRCH)
+		sampler__delete_proc(r->sampler, e->p.pid);
+	err = why == -ESRCH ? 0 :
+		sampler__set_proc(r->sampler, e->p.pid, &ignored);
+	if (err && err != -ENODEV && r->verbose)
+		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
+			e->p.pid, strerror(-err));
+	if (why == -ENOEXEC && info->exe_known)
+		sampler__set_not_python(r->sampler, &info->exe_key);
+	forget(r, e);
 }
 
 /* 0 done (either way), -EAGAIN try later. */
@@ -167,9 +197,10 @@ static int inspect(struct registry *r, struct entry *e)
 	char err[256];
 	int ret;
 
-	ret = process__inspect(e->p.pid, &info, err, sizeof(err));
+	ret = process__inspect(r->interps, e->p.pid, &info, err, sizeof(err));
 	if (!ret) {
 		set_python(r, e, &info);
+		process__release(&info);
 		return 0;
 	}
 	if (ret == -EAGAIN && e->retries++ < MAX_RETRIES) {
@@ -184,7 +215,7 @@ static int inspect(struct registry *r, struct entry *e)
 			fprintf(stderr, "pysight: skipping pid %d: %s\n",
 				e->p.pid, err);
 	}
-	set_ignored(r, e, err);
+	set_ignored(r, e, &info, ret);
 	return 0;
 }
 
@@ -206,14 +237,14 @@ int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen)
 	struct entry *e;
 	int ret;
 
-	ret = process__inspect(pid, &info, err, errlen);
+	ret = process__inspect(r->interps, pid, &info, err, errlen);
 	if (ret)
 		return ret;
 	e = get_entry(r, pid);
-	if (!e)
-		return -ENOMEM;
-	set_python(r, e, &info);
-	return 0;
+	if (e)
+		set_python(r, e, &info);
+	process__release(&info);
+	return e ? 0 : -ENOMEM;
 }
 
 const struct pyproc *registry__get(struct registry *r, pid_t pid)
@@ -241,10 +272,15 @@ void registry__exit(struct registry *r, pid_t pid)
 	struct entry *e;
 
 	HASH_FIND_INT(r->map, &pid, e);
-	if (!e)
-		return;
-	HASH_DEL(r->map, e);
-	free(e);
+	if (e)
+		forget(r, e);
+	/* an answer written after BPF saw the exit would outlive it */
+	sampler__delete_proc(r->sampler, pid);
+}
+
+unsigned int registry__size(const struct registry *r)
+{
+	return HASH_COUNT(r->map);
 }
 
 void registry__tick(struct registry *r)

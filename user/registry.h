@@ -43,6 +43,8 @@ void registry__tick(struct registry *r);
 bool registry__retrying(const struct registry *r);
 
 unsigned int registry__npython(const struct registry *r);
+/* Entries held: pending and Python processes. */
+unsigned int registry__size(const struct registry *r);
 /* The first reason a process was refused, for the summary. */
 const char *registry__first_error(const struct registry *r);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -24,10 +25,18 @@ struct cpu_timer {
 
 struct code_free_probe {
 	struct py_binary_key key;
+	pid_t pid;		/* the process whose inspection placed it */
 	struct bpf_link *link;	/* NULL: attaching failed, don't retry */
 };
 
-#define MAX_PROBES 64
+/*
+ * Uprobes stay until pysight exits.  64 distinct interpreter files at
+ * most, and 2 per pid (across its execs): a process that keeps
+ * exec'ing new copies cannot take every slot.  A process without one
+ * is still sampled, without the code-object cache.
+ */
+#define MAX_PROBES	64
+#define PROBES_PER_PID	2
 
 struct sampler {
 	struct code_free_probe probes[MAX_PROBES];
@@ -64,14 +73,66 @@ static int on_event(void *ctx, void *data, size_t size)
 	return s->fn(s->ctx, data, size);
 }
 
+/*
+ * What the BPF side needs of the kernel, newest last: probed before the
+ * load, so an old kernel gets its reason in one line, not "Invalid
+ * argument" from the verifier.  tp_btf (5.5) and bpf_get_current_task_btf
+ * (5.11) come before bpf_loop, so a kernel with it has them.
+ * PYSIGHT_PROBE_FAIL=NAME makes a probe fail, for the tests.
+ */
+static const struct feature {
+	const char *name, *since;
+	enum bpf_map_type map;
+	enum bpf_func_id helper;
+} features[] = {
+	{ "ring buffers", "5.8", BPF_MAP_TYPE_RINGBUF, 0 },
+	{ "bpf_get_current_task_btf", "5.11", 0, BPF_FUNC_get_current_task_btf },
+	{ "bpf_loop", "5.17", 0, BPF_FUNC_loop },
+};
+
+#define MIN_KERNEL "5.17"
+
+static int probe_kernel(char *err, size_t errlen)
+{
+	const char *fail = getenv("PYSIGHT_PROBE_FAIL");
+	struct utsname u;
+	size_t i;
+	int ok;
+
+	for (i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
+		const struct feature *f = &features[i];
+
+		if (f->map)
+			ok = libbpf_probe_bpf_map_type(f->map, NULL) == 1;
+		else
+			ok = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+						     f->helper, NULL) == 1;
+		if (fail && !strcmp(fail, f->name))
+			ok = 0;
+		if (ok)
+			continue;
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		snprintf(err, errlen,
+			 "this kernel (%s) lacks %s (Linux %s): pysight needs Linux "
+			 MIN_KERNEL " or newer", u.release, f->name, f->since);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		  void *ctx, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
 	int ret;
 
-	verbose_print = opts->verbose;
+	verbose_print = false;	/* the probes' failures are expected */
 	libbpf_set_print(print_libbpf);
+	ret = probe_kernel(err, errlen);
+	if (ret)
+		return ret;
+	verbose_print = opts->verbose;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -326,25 +387,83 @@ void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX])
 }
 
 int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
-			     const char *path, __u64 offset)
+			     int fd, __u64 offset, pid_t pid)
 {
 	struct code_free_probe *p;
-	int i;
+	char path[64];
+	int i, mine = 0;
 
 	if (!s)
 		return -ENODEV;
-	for (i = 0; i < s->nprobes; i++)
+	for (i = 0; i < s->nprobes; i++) {
 		if (!memcmp(&s->probes[i].key, key, sizeof(*key)))
 			return s->probes[i].link ? 0 : -ENOENT;
-	if (s->nprobes == MAX_PROBES || !offset)
+		mine += s->probes[i].pid == pid;
+	}
+	if (s->nprobes == MAX_PROBES || mine >= PROBES_PER_PID || !offset ||
+	    fd < 0)
 		return -ENOSPC;
 	p = &s->probes[s->nprobes++];
 	p->key = *key;
+	p->pid = pid;
+	/* the open descriptor, not a path that could lead elsewhere now */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	p->link = bpf_program__attach_uprobe(s->skel->progs.pysight_code_free,
 					     false, -1, path, offset);
 	if (!p->link)
 		return -errno;
 	return 0;
+}
+
+int sampler__set_not_python(struct sampler *s, const struct py_binary_key *key)
+{
+	__u8 one = 1;
+
+	if (!s)
+		return -ENODEV;
+	return bpf_map__update_elem(s->skel->maps.not_python, key, sizeof(*key),
+				    &one, sizeof(one), BPF_ANY);
+}
+
+void sampler__delete_proc(struct sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+
+	if (s)
+		bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+}
+
+/* Entries in a map, counted by walking its keys. */
+static unsigned int map_entries(const struct bpf_map *map)
+{
+	char key[64], next[64];
+	unsigned int n = 0;
+	int fd = bpf_map__fd(map);
+	void *prev = NULL;
+
+	if (bpf_map__key_size(map) > sizeof(key))
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, sizeof(key));
+		prev = key;
+		if (++n >= bpf_map__max_entries(map))
+			break;
+	}
+	return n;
+}
+
+void sampler__map_sizes(struct sampler *s, struct sampler_sizes *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return;
+	out->procs = map_entries(s->skel->maps.procs);
+	out->binaries = map_entries(s->skel->maps.binaries);
+	out->not_python = map_entries(s->skel->maps.not_python);
+	out->targets = map_entries(s->skel->maps.targets);
+	out->tstates = map_entries(s->skel->maps.tstates);
+	out->stacks_seen = map_entries(s->skel->maps.stacks_seen);
+	out->probes = s->nprobes;
 }
 
 void sampler__destroy(struct sampler *s)

@@ -34,15 +34,28 @@ void sampler__jitter(struct sampler *s);
 int sampler__set_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler__set_binary(struct sampler *s, const struct py_binary_key *key,
 			const struct py_proc *p);
-/* Report code_dealloc of this interpreter file to BPF (once per inode). */
+/* Report code_dealloc of the interpreter file open at fd to BPF (once
+ * per file), at a file offset already checked to be code.  pid: whose
+ * inspection asks, for the per-process cap. */
 int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
-			     const char *path, __u64 offset);
+			     int fd, __u64 offset, pid_t pid);
+/* An executable that is not Python: its execs need no question. */
+int sampler__set_not_python(struct sampler *s, const struct py_binary_key *key);
+void sampler__delete_proc(struct sampler *s, pid_t pid);
 int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p);
 /* Have BPF send this stack's frames again next time. */
 void sampler__forget_stack(struct sampler *s, __u64 hash);
 int sampler__add_target(struct sampler *s, pid_t pid);
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
+
+/* How full each map is, for -v and the leak tests. */
+struct sampler_sizes {
+	unsigned int procs, binaries, not_python, targets, tstates;
+	unsigned int stacks_seen, probes;
+};
+
+void sampler__map_sizes(struct sampler *s, struct sampler_sizes *out);
 void sampler__destroy(struct sampler *s);
 
 #endif /* __PYSIGHT_SAMPLER_H */

@@ -15,10 +15,11 @@
 #define MAX_STR		1024
 #define MAX_LINETABLE	(256 << 10)
 
+/* A code object, by its address and identity check. */
 struct sym_key {
-	pid_t pid;
-	uint32_t check;
 	uint64_t code;
+	uint32_t check;
+	uint32_t pad;
 };
 
 struct sym_entry {
@@ -27,8 +28,16 @@ struct sym_entry {
 	UT_hash_handle hh;
 };
 
-struct symcache {
+/* One process's symbols: forgetting a process costs its own entries. */
+struct sym_proc {
+	pid_t pid;
 	struct sym_entry *map;
+	UT_hash_handle hh;
+};
+
+struct symcache {
+	struct sym_proc *procs;
+	size_t entries;
 	uint64_t misses, stale;
 };
 
@@ -39,35 +48,43 @@ struct symcache *symcache__new(void)
 
 static void sym_clear(struct pysym *sym);
 
-static void entry_free(struct sym_entry *e)
+static void proc_free(struct symcache *sc, struct sym_proc *p)
 {
-	sym_clear(&e->sym);
-	free(e);
+	struct sym_entry *e, *tmp;
+
+	HASH_ITER(hh, p->map, e, tmp) {
+		HASH_DEL(p->map, e);
+		sym_clear(&e->sym);
+		free(e);
+		sc->entries--;
+	}
+	HASH_DEL(sc->procs, p);
+	free(p);
 }
 
 void symcache__free(struct symcache *sc)
 {
-	struct sym_entry *e, *tmp;
+	struct sym_proc *p, *tmp;
 
 	if (!sc)
 		return;
-	HASH_ITER(hh, sc->map, e, tmp) {
-		HASH_DEL(sc->map, e);
-		entry_free(e);
-	}
+	HASH_ITER(hh, sc->procs, p, tmp)
+		proc_free(sc, p);
 	free(sc);
 }
 
 void symcache__forget(struct symcache *sc, pid_t pid)
 {
-	struct sym_entry *e, *tmp;
+	struct sym_proc *p;
 
-	HASH_ITER(hh, sc->map, e, tmp) {
-		if (e->key.pid != pid)
-			continue;
-		HASH_DEL(sc->map, e);
-		entry_free(e);
-	}
+	HASH_FIND_INT(sc->procs, &pid, p);
+	if (p)
+		proc_free(sc, p);
+}
+
+size_t symcache__size(const struct symcache *sc)
+{
+	return sc->entries;
 }
 
 uint64_t symcache__misses(const struct symcache *sc)
@@ -242,21 +259,32 @@ static int read_code_check(pid_t pid, const struct py_proc *proc,
 			   uint64_t code, uint8_t *win, uint32_t *check)
 {
 	const struct py_offsets *off = &proc->off;
-	uint64_t name, nhash = 0;
+	struct code_ident id;
 	int err;
 
 	err = read_object(pid, off, code, proc->code_type_addr, win,
 			  PYSIGHT_CODE_WINDOW);
 	if (err)
 		return err;
-	name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
-	if (name)
-		read_mem(pid, name + off->unicode_hash, &nhash, sizeof(nhash));
-	*check = pysight_code_check(name,
-			get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename),
-			get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno),
-			get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname),
-			nhash);
+	memset(&id, 0, sizeof(id));
+	id.name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
+	id.file = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename);
+	id.first = get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno);
+	id.qual = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname);
+	id.linetable = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_linetable);
+	/* as BPF does: a failed read leaves 0 */
+	if (id.name && read_mem(pid, id.name + off->unicode_hash, &id.name_hash,
+				sizeof(id.name_hash)))
+		id.name_hash = 0;
+	if (id.linetable &&
+	    read_mem(pid, id.linetable + off->bytes_size, &id.linetable_len,
+		     sizeof(id.linetable_len)))
+		id.linetable_len = 0;
+	if (id.linetable_len &&
+	    read_mem(pid, id.linetable + off->bytes_data, id.lt_head,
+		     pysight_lt_head_len(id.linetable_len)))
+		memset(id.lt_head, 0, sizeof(id.lt_head));
+	*check = pysight_code_check(&id);
 	return 0;
 }
 
@@ -333,17 +361,20 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 				     const struct py_proc *proc, uint64_t code,
 				     uint32_t check)
 {
+	struct sym_proc *p;
 	struct sym_key key;
 	struct sym_entry *e;
 	int err;
 
 	memset(&key, 0, sizeof(key));
-	key.pid = pid;
 	key.check = check;
 	key.code = code;
-	HASH_FIND(hh, sc->map, &key, sizeof(key), e);
-	if (e)
-		return &e->sym;
+	HASH_FIND_INT(sc->procs, &pid, p);
+	if (p) {
+		HASH_FIND(hh, p->map, &key, sizeof(key), e);
+		if (e)
+			return &e->sym;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -356,7 +387,18 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 		free(e);
 		return NULL;
 	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			sym_clear(&e->sym);
+			free(e);
+			return NULL;
+		}
+		p->pid = pid;
+		HASH_ADD_INT(sc->procs, pid, p);
+	}
 	e->key = key;
-	HASH_ADD(hh, sc->map, key, sizeof(key), e);
+	HASH_ADD(hh, p->map, key, sizeof(key), e);
+	sc->entries++;
 	return &e->sym;
 }

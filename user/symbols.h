@@ -39,6 +39,9 @@ int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
 /* Drop every entry of a process that exited or exec'ed. */
 void symcache__forget(struct symcache *sc, pid_t pid);
 
+/* Cached symbols, over all processes. */
+size_t symcache__size(const struct symcache *sc);
+
 /* Counters for the summary. */
 uint64_t symcache__misses(const struct symcache *sc);
 uint64_t symcache__stale(const struct symcache *sc);

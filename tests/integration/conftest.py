@@ -480,6 +480,30 @@ def bpf_prog_holders():
     return holders
 
 
+def bpf_map_keys(pid, name):
+    """Keys (as little-endian ints) of the BPF map called name that process
+    pid holds: what pysight keeps in the kernel, for leak checks."""
+    ids = set()
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    for map_id in sorted(ids):
+        info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(map_id)],
+                                         capture_output=True, text=True, check=True).stdout)
+        if info.get("name") != name:
+            continue
+        dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(map_id)],
+                                         capture_output=True, text=True, check=True).stdout)
+        return [int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+                if isinstance(e["key"], list) else e["key"] for e in dump]
+    raise AssertionError("process %d holds no BPF map named %s" % (pid, name))
+
+
 def orphan_programs(ignore=(), wait=10.0):
     """pysight BPF programs that no process holds, after giving the kernel
     `wait` seconds to release them: what a pysight that exited left behind.

@@ -202,3 +202,15 @@ def test_sigterm_writes_profile(procs, staging, workdir):
     assert sub.total >= 30, "%d samples in 2 s at 100 Hz:\n%s" % (sub.total, prof.top())
     leftovers = [d for d in os.listdir(workdir) if d.startswith("term.folded.")]
     assert not leftovers, "temporary files left: %s" % leftovers
+
+
+@pytest.mark.parametrize("feature", ["ring buffers", "bpf_get_current_task_btf", "bpf_loop"])
+def test_old_kernel_named(feature, procs, workdir):
+    """A kernel without what the BPF side needs is told apart from a bug:
+    one line that names the missing feature and the minimum kernel."""
+    out = os.path.join(workdir, "old.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-d", 1], timeout=30,
+                      env={"PYSIGHT_PROBE_FAIL": feature})
+    assert_one_error(run, feature)
+    assert "Linux 5.17 or newer" in run.stderr, run.stderr
+    assert not os.path.exists(out)

@@ -132,3 +132,30 @@ def test_exec_code_reuse(interp, procs, staging, workdir):
             "%s: only %.1f%% of %s samples read '%s (<gen %s>:%d)':\n%s"
             % (interp.id, pct(right.total, sub.total), name, name, name, hot_lines[name],
                sub.top()))
+
+
+def test_same_name_other_lines(interp, procs, staging, workdir):
+    """A recycled code object with the same name, file and first line but
+    another line table must not be given the old table's lines."""
+    seconds = 3.0
+    script = staging.script(interp, "lines_reuse.py")
+    result = staging.result_file(interp)
+    out = os.path.join(workdir, "lines_reuse.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", RATE, "--"]
+                      + interp.argv(script, seconds, result), timeout=90)
+    assert_recorded(run)
+    prof, truth = Profile.load(out), staging.read_result(interp, result)
+    leaf = prof.with_leaf("fn")
+    by_line = {}
+    for frames, count in leaf.stacks:
+        line = python_frames(frames)[-1].line
+        by_line[line] = by_line.get(line, 0) + count
+    busy = truth["seconds"]["A"] + truth["seconds"]["B"]
+    assert leaf.total >= 0.7 * busy * RATE, "%s: %d samples in fn:\n%s" % (
+        interp.id, leaf.total, prof.top())
+    for variant, line in truth["hot"].items():
+        got = pct(by_line.get(line, 0), leaf.total)
+        want = pct(truth["seconds"][variant], busy)
+        assert abs(got - want) <= 7.0, (
+            "%s: fn on line %d (variant %s) has %.1f%% of the samples, thread_time says "
+            "%.1f%%; lines seen %s" % (interp.id, line, variant, got, want, by_line))

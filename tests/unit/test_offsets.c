@@ -94,7 +94,8 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 /* Every __u16 field of py_offsets, to compare or bound them all. */
 #define U16_FIELDS(X)							\
 	X(runtime_interpreters_head) X(interp_next) X(interp_threads_head) \
-	X(tstate_next) X(tstate_thread_id) X(tstate_native_thread_id)	\
+	X(tstate_prev) X(tstate_next) X(tstate_thread_id)		\
+	X(tstate_native_thread_id) X(object_type) X(unicode_length)	\
 	X(tstate_frame) X(cframe_current_frame) X(frame_previous)	\
 	X(frame_code) X(frame_instr) X(frame_owner) X(code_filename)	\
 	X(code_name) X(code_qualname) X(code_firstlineno)		\
@@ -106,7 +107,7 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 #define LAYOUT_FIELDS(X)						\
 	X(runtime_size) X(runtime_interpreters_head) X(interp_size)	\
 	X(interp_next) X(interp_threads_head) X(tstate_size)		\
-	X(tstate_next) X(tstate_thread_id) X(tstate_native_thread_id)	\
+	X(tstate_prev) X(tstate_next) X(tstate_thread_id) X(tstate_native_thread_id)	\
 	X(tstate_current_frame) X(frame_size) X(frame_previous)		\
 	X(frame_executable) X(frame_instr_ptr) X(frame_owner)		\
 	X(code_size) X(code_filename) X(code_name) X(code_qualname)	\
