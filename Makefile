@@ -25,10 +25,11 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # collector's sampler is linked too, for its skeleton's symbols; an
 # offline collector never loads it.
 LIB_SRCS := user/arena.c user/collector.c user/elffile.c user/filename.c \
-	    user/htab.c user/labels.c \
+	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
 	    user/process.c user/profile.c user/read_folded.c user/reader.c \
-	    user/registry.c user/sampler.c user/symbols.c user/tally.c \
+	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
+	    user/tally.c \
 	    user/writer.c user/write_folded.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))

@@ -16,6 +16,15 @@
 
 const volatile bool filter_pids = false;	/* sample only pids in targets */
 const volatile __u32 self_pid = 0;
+const volatile __u8 mode = 0;			/* 0 cpu, 1 wall, 2 off */
+const volatile bool gil_only = false;		/* --gil */
+const volatile bool kernel_stacks = false;	/* --kernel-stacks */
+const volatile __u64 walk_below_ns = 1000000;	/* see switch_in() */
+const volatile __u64 period_ns = 10000000;	/* the mean sampling period */
+
+/* set by user space before each run of the task iterator */
+__u32 iter_mode = 0;
+__u32 iter_tgid = 0;				/* 0: every Python process */
 
 /* tgid -> interpreter facts; PENDING/IGNORED entries stop repeat work. */
 struct {
@@ -109,9 +118,11 @@ struct {
 	__type(value, struct code_slot);
 } code_checks SEC(".maps");
 
+/* ev and frames go out together: keep them first, and in this order */
 struct sample_buf {
 	struct sample_event ev;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];
+	__u64 tstate;		/* the thread state the stack was read from */
 	__u8 fwin[PYSIGHT_FRAME_WINDOW];
 	__u8 cwin[PYSIGHT_CODE_WINDOW];
 	__u8 twin[PYSIGHT_TSTATE_WINDOW];
@@ -566,6 +577,7 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	b->ev.stack_hash = 0;
 
 	err = find_tstate(proc, task, tid, &tstate);
+	b->tstate = tstate;
 	if (!err)
 		err = first_frame(proc, tstate, &frame);
 	if (err) {
@@ -614,7 +626,8 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 }
 
 static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
-					__u32 tid)
+					__u32 tid, __u8 kind, __u64 weight,
+					__s32 kstack)
 {
 	__u64 size = sizeof(b->ev);
 	__u64 hash = b->ev.stack_hash;
@@ -622,6 +635,9 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 	__u32 n = b->ev.nframes;
 
 	b->ev.hdr.kind = EV_SAMPLE;
+	b->ev.kind = kind;
+	b->ev.weight = weight;
+	b->ev.kstack = kstack;
 	b->ev.hdr.pid = tgid;
 	b->ev.hdr.tid = tid;
 	b->ev.hdr.cpu = bpf_get_smp_processor_id();
@@ -744,11 +760,365 @@ static __always_inline bool wanted(__u32 tgid)
 	return true;
 }
 
+/*
+ * Off-CPU time (--mode wall|off).  Per thread, in task storage: it dies
+ * with the task, and a thread that sleeps on one CPU and wakes on
+ * another is still paired (per-CPU state loses those: OpenTelemetry's
+ * profiler, their issue #1348).
+ */
+struct thread_state {
+	__u64 off_since;	/* ktime it left the CPU, 0: on it */
+	__u64 pending;		/* weight of an ended interval whose stack is
+				 * still to be taken, 0: none */
+	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
+	__u8 kind, pending_kind;	/* why: enum sample_kind */
+	__u8 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* tid -> sum_exec_runtime at its last CPU sample (--mode wall): a
+ * sample weighs the CPU time the thread used since, exactly. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_last SEC(".maps");
+
+/* Kernel stacks of off-CPU intervals (--kernel-stacks). */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PYSIGHT_KSTACK_DEPTH * sizeof(__u64));
+} kstacks SEC(".maps");
+
+/* x86-64 system calls that tell why a thread blocks. */
+enum {
+	NR_read = 0, NR_write = 1, NR_poll = 7, NR_pread64 = 17,
+	NR_pwrite64 = 18, NR_readv = 19, NR_writev = 20, NR_select = 23,
+	NR_nanosleep = 35, NR_sendfile = 40, NR_connect = 42,
+	NR_accept = 43, NR_sendto = 44, NR_recvfrom = 45, NR_sendmsg = 46,
+	NR_recvmsg = 47, NR_fsync = 74, NR_fdatasync = 75, NR_futex = 202,
+	NR_io_getevents = 208, NR_clock_nanosleep = 230,
+	NR_epoll_wait = 232, NR_openat = 257, NR_pselect6 = 270,
+	NR_ppoll = 271, NR_splice = 275, NR_epoll_pwait = 281,
+	NR_accept4 = 288, NR_preadv = 295, NR_pwritev = 296,
+	NR_recvmmsg = 299, NR_sendmmsg = 307, NR_io_uring_enter = 426,
+	NR_epoll_pwait2 = 441, NR_futex_waitv = 449,
+};
+
+#define TASK_RUNNING		0
+#define TASK_UNINTERRUPTIBLE	0x0002
+#define FUTEX_CMD_MASK		0x7f	/* without PRIVATE, CLOCK_REALTIME */
+#define FUTEX_WAIT		0
+#define FUTEX_LOCK_PI		6
+#define FUTEX_WAIT_BITSET	9
+#define FUTEX_WAIT_REQUEUE_PI	11
+#define FUTEX_LOCK_PI2		13
+
+/*
+ * The main interpreter's GIL state: in _PyRuntime up to 3.11, behind
+ * interp->ceval.gil from 3.12 (found once, kept in the process's entry).
+ */
+static __always_inline __u64 gil_addr(struct py_proc *proc)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 interp = 0, gil = 0;
+
+	if (off->runtime_gil != PY_OFF_NONE)
+		return proc->runtime_addr + off->runtime_gil;
+	if (proc->gil_addr || off->interp_gil_ptr == PY_OFF_NONE)
+		return proc->gil_addr;
+	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
+		     &interp) || !interp ||
+	    read_u64(interp + off->interp_gil_ptr, &gil))
+		return 0;
+	proc->gil_addr = gil;
+	return gil;
+}
+
+static __always_inline bool futex_waits(__u64 op)
+{
+	op &= FUTEX_CMD_MASK;
+	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET ||
+	       op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2 ||
+	       op == FUTEX_WAIT_REQUEUE_PI;
+}
+
+/*
+ * Why a blocked thread is off the CPU, from the system call it is in and
+ * its arguments (its user registers at syscall entry).  A futex wait on
+ * an address inside the GIL state is a GIL wait: take_gil() sleeps on
+ * the state's condition variable and mutex.
+ */
+static __always_inline __u8 classify(struct task_struct *task,
+				     struct py_proc *proc, unsigned int state)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 nr, a0, a1, gil;
+
+	if (state == TASK_RUNNING)
+		return KIND_RUNQUEUE;
+	if (!regs)
+		return KIND_OTHER;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	a0 = BPF_CORE_READ(regs, di);
+	a1 = BPF_CORE_READ(regs, si);
+	switch (nr) {
+	case NR_nanosleep:
+	case NR_clock_nanosleep:
+		return KIND_SLEEP;
+	case NR_select:
+	case NR_pselect6:	/* time.sleep up to 3.10: no descriptors */
+		return a0 ? KIND_IO : KIND_SLEEP;
+	case NR_poll:
+	case NR_ppoll:
+		return a1 ? KIND_IO : KIND_SLEEP;
+	case NR_futex:
+		if (!futex_waits(a1))
+			return KIND_OTHER;
+		gil = gil_addr(proc);
+		if (gil && a0 >= gil && a0 < gil + proc->off.gil_size)
+			return KIND_GIL;
+		return KIND_LOCK;
+	case NR_futex_waitv:
+		return KIND_LOCK;
+	case NR_read: case NR_write: case NR_pread64: case NR_pwrite64:
+	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
+	case NR_sendfile: case NR_connect: case NR_accept: case NR_accept4:
+	case NR_sendto: case NR_recvfrom: case NR_sendmsg: case NR_recvmsg:
+	case NR_recvmmsg: case NR_sendmmsg: case NR_fsync:
+	case NR_fdatasync: case NR_io_getevents: case NR_epoll_wait:
+	case NR_epoll_pwait: case NR_epoll_pwait2: case NR_openat:
+	case NR_splice: case NR_io_uring_enter:
+		return KIND_IO;
+	}
+	/* a disk wait outside those calls: a page fault, say */
+	return state & TASK_UNINTERRUPTIBLE ? KIND_IO : KIND_OTHER;
+}
+
+/* The process of a task, when it is a Python process we sample. */
+static __always_inline struct py_proc *python_of(struct task_struct *task,
+						 __u32 *tgid)
+{
+	struct py_proc *proc;
+
+	*tgid = BPF_CORE_READ(task, tgid);
+	if (!wanted(*tgid))
+		return NULL;
+	proc = bpf_map_lookup_elem(&procs, tgid);
+	return proc && proc->state == PY_PROC_PYTHON ? proc : NULL;
+}
+
+/*
+ * The stack of an interval that has ended, taken now: the thread is
+ * current, so its memory is readable.  Called from its own context only.
+ */
+static __always_inline void take_pending(void *ctx, struct thread_state *t,
+					 struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid(), weight = t->pending;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct py_proc *proc;
+	struct sample_buf *b;
+
+	t->pending = 0;
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!proc || proc->state != PY_PROC_PYTHON)
+		return;
+	count(CNT_OFF_WALKED);
+	b = collect_stack(proc, task, tgid, tid);
+	if (!b || b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
+		return;
+	emit_sample(b, tgid, tid, t->pending_kind, weight, t->pending_kstack);
+}
+
+/* A thread leaves the CPU (current is prev): note when, and why. */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev)
+{
+	struct thread_state *t;
+	struct py_proc *proc;
+	unsigned int state;
+	__u32 tgid;
+
+	proc = python_of(prev, &tgid);
+	if (!proc)
+		return;
+	t = bpf_task_storage_get(&threads, prev, 0, 0);
+	if (!t) {
+		/* an exiting thread still switches out, after its exit
+		 * hook dropped its state: do not make it a new one */
+		if (BPF_CORE_READ(prev, flags) & PF_EXITING)
+			return;
+		t = bpf_task_storage_get(&threads, prev, 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+		count(CNT_THREAD_STATES);
+	}
+	if (t->pending)		/* it ran, and no hook took the last one */
+		take_pending(ctx, t, prev);
+	state = BPF_CORE_READ(prev, __state);
+	t->off_since = bpf_ktime_get_ns();
+	t->kind = classify(prev, proc, state);
+	t->kstack = kernel_stacks ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+}
+
+/*
+ * A thread comes back: how long it was off is known now.  A stack walk
+ * costs 2-5 us, more than a short block, so an interval shorter than
+ * walk_below_ns is kept with probability length / walk_below_ns, and
+ * then weighs walk_below_ns: the expected total stays exact, as a
+ * sampler's does.  The stack itself cannot be read here (current is
+ * still the thread leaving): it is taken in the thread's own context,
+ * at its system call's exit (a block in a syscall: the stack has not
+ * moved), else at its next sample or switch.
+ */
+static __always_inline void switch_in(struct task_struct *next)
+{
+	struct thread_state *t = bpf_task_storage_get(&threads, next, 0, 0);
+	__u64 off;
+
+	if (!t || !t->off_since)
+		return;
+	off = bpf_ktime_get_ns() - t->off_since;
+	t->off_since = 0;
+	count(CNT_OFF_INTERVALS);
+	if (off < walk_below_ns) {
+		if (bpf_get_prandom_u32() % walk_below_ns >= off)
+			return;
+		off = walk_below_ns;
+	}
+	t->pending = off;
+	t->pending_kind = t->kind;
+	t->pending_kstack = t->kstack;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pysight_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	switch_out(ctx, prev);
+	switch_in(next);
+	return 0;
+}
+
+/* A system call returns: for a thread back from a block, its stack. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pysight_sys_exit)
+{
+	struct task_struct *task = (void *)bpf_get_current_task_btf();
+	struct thread_state *t = bpf_task_storage_get(&threads, task, 0, 0);
+
+	if (t && t->pending)
+		take_pending(ctx, t, task);
+	return 0;
+}
+
+/* Does this thread hold the GIL?  py-spy's test: locked, and it was the
+ * last to take it. */
+static __always_inline bool holds_gil(struct py_proc *proc, __u64 tstate)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 gil = gil_addr(proc), holder = 0;
+	__u32 locked = 0;
+
+	if (!gil || !tstate ||
+	    bpf_probe_read_user(&locked, sizeof(locked),
+				(void *)(gil + off->gil_locked)) ||
+	    read_u64(gil + off->gil_last_holder, &holder))
+		return false;
+	return locked && holder == tstate;
+}
+
+/*
+ * CPU time the thread used since its last sample, from the scheduler's
+ * own count; the period for a thread's first sample.  The count moves at
+ * ticks and switches, so two samples within one tick see it still: that
+ * is 0, not a period (a period there counted CPU time twice, +3% seen).
+ */
+static __always_inline __u64 cpu_weight(struct task_struct *task, __u32 tid)
+{
+	__u64 now = BPF_CORE_READ(task, se.sum_exec_runtime), *last, w;
+
+	last = bpf_map_lookup_elem(&cpu_last, &tid);
+	w = !last ? period_ns : now > *last ? now - *last : 0;
+	bpf_map_update_elem(&cpu_last, &tid, &now, BPF_ANY);
+	return w;
+}
+
+/*
+ * The task iterator: at the start of a recording, open an interval for
+ * every thread of a Python process that is off the CPU already (it may
+ * stay there throughout); at the end, report the threads still off, to
+ * be read from user space and closed.  dump reads thread states here.
+ */
+SEC("iter/task")
+int pysight_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct thread_record r = {};
+	struct thread_state *t;
+	struct py_proc *proc;
+	__u32 tgid;
+
+	if (!task)
+		return 0;
+	proc = python_of(task, &tgid);
+	if (!proc || (iter_tgid && tgid != iter_tgid))
+		return 0;
+	r.tgid = tgid;
+	r.tid = BPF_CORE_READ(task, pid);
+	r.ns_tid = ns_tid(task);
+	r.state = BPF_CORE_READ(task, __state);
+	r.fsbase = BPF_CORE_READ(task, thread.fsbase);
+	r.on_cpu = BPF_CORE_READ(task, on_cpu) != 0;
+	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state);
+	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+	t = bpf_task_storage_get(&threads, task, 0, 0);
+	if (iter_mode == ITER_OPEN) {
+		if (r.on_cpu || (t && t->off_since) ||
+		    (BPF_CORE_READ(task, flags) & PF_EXITING))
+			return 0;
+		if (!t) {
+			t = bpf_task_storage_get(&threads, task, 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (!t)
+				return 0;
+			count(CNT_THREAD_STATES);
+		}
+		t->off_since = bpf_ktime_get_ns();
+		t->kind = r.kind;
+		t->kstack = -1;
+		return 0;
+	}
+	if (t && t->off_since && !r.on_cpu) {
+		r.off_since = t->off_since;
+		r.kind = t->kind;
+		t->off_since = 0;
+	} else if (t && t->pending) {
+		/* ended, stack not yet taken: report it as ended now */
+		r.off_since = bpf_ktime_get_ns() - t->pending;
+		r.kind = t->pending_kind;
+		t->pending = 0;
+	}
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+	return 0;
+}
+
 SEC("perf_event")
 int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct thread_state *t;
 	struct task_struct *task;
 	struct py_proc *proc;
 	struct sample_buf *b;
@@ -764,6 +1134,8 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (!proc || proc->state != PY_PROC_PYTHON)
 		return 0;
 
+	if (mode == 2)
+		return 0;	/* --mode off: off-CPU time alone */
 	count(CNT_SAMPLES);
 	b = collect_stack(proc, task, tgid, tid);
 	if (!b)
@@ -772,7 +1144,21 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 		count(CNT_STATUS_BASE + b->ev.status);
 	if (b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
 		return 0;
-	emit_sample(b, tgid, tid);
+	if (gil_only && !holds_gil(proc, b->tstate))
+		return 0;
+	emit_sample(b, tgid, tid, KIND_CPU, mode ? cpu_weight(task, tid) : 0,
+		    -1);
+	if (mode) {
+		/* an off-CPU interval that ended without a syscall exit
+		 * (preempted, a page fault): its stack is this one */
+		t = bpf_task_storage_get(&threads, task, 0, 0);
+		if (t && t->pending) {
+			emit_sample(b, tgid, tid, t->pending_kind, t->pending,
+				    t->pending_kstack);
+			t->pending = 0;
+			count(CNT_OFF_WALKED);
+		}
+	}
 	return 0;
 }
 
@@ -826,6 +1212,9 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 	bool told;
 
 	bpf_map_delete_elem(&tstates, &tid);
+	bpf_map_delete_elem(&cpu_last, &tid);
+	if (!bpf_task_storage_delete(&threads, p))
+		count_n(CNT_THREAD_STATES, -1);
 	/* the process ends with its last thread, which need not be the
 	 * leader: do_exit() counts signal->live down before this point */
 	if (BPF_CORE_READ(p, signal, live.counter))

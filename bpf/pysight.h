@@ -16,6 +16,7 @@
 #define PYSIGHT_TSTATE_WINDOW	256	/* bytes of a thread state read (2^n) */
 #define PYSIGHT_BULK		16384	/* bytes of data stack read at once */
 #define PYSIGHT_COMM_LEN	16
+#define PYSIGHT_KSTACK_DEPTH	64	/* kernel frames kept (--kernel-stacks) */
 
 /* How a PyThreadState is matched to the sampled kernel task. */
 enum py_match {
@@ -88,7 +89,14 @@ struct py_offsets {
 	__u16 tstate_datastack_chunk;	/* 3.11+: frames live in its chunks */
 	__u16 object_type;		/* ob_type in PyObject */
 	__u16 unicode_length;		/* length in PyASCIIObject */
-	__u16 pad[2];
+	/* The GIL state: in _PyRuntimeState (<= 3.11), or behind a pointer
+	 * in PyInterpreterState (3.12+); and its fields */
+	__u16 runtime_gil;
+	__u16 interp_gil_ptr;
+	__u16 gil_size;
+	__u16 gil_locked;
+	__u16 gil_last_holder;
+	__u16 pad[3];
 };
 
 enum py_proc_state {
@@ -107,6 +115,7 @@ struct py_proc {
 	__u64 code_type_addr;	/* &PyCode_Type in the target */
 	__u32 state;		/* enum py_proc_state */
 	__u32 flags;		/* PY_PROC_F_* */
+	__u64 gil_addr;		/* the main GIL state, found by BPF; 0 */
 	struct py_offsets off;
 	/* user space only: type checks of what the symboliser reads */
 	__u64 unicode_type_addr;	/* &PyUnicode_Type */
@@ -174,6 +183,9 @@ enum counter {
 	CNT_BINARY_HIT,		/* new process configured from the binary map */
 	CNT_CODE_CACHE_HIT,
 	CNT_CODE_FREED,		/* code objects freed while cached */
+	CNT_OFF_INTERVALS,	/* off-CPU intervals ended */
+	CNT_OFF_WALKED,		/* of them, with a stack taken */
+	CNT_THREAD_STATES,	/* per-thread off-CPU states alive */
 	CNT_STATUS_BASE,	/* + enum sample_status */
 	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
 };
@@ -190,12 +202,34 @@ struct sample_event {
 	struct event_header hdr;
 	__u64 stack_hash;	/* frames + pid, 0 when nframes == 0 */
 	__u64 cgroup_id;
+	__u64 weight;		/* ns: CPU time since the thread's last sample,
+				 * or time off the CPU; 0: one sample */
 	__u32 status;		/* enum sample_status */
+	__s32 kstack;		/* kernel stack id, or -1 */
 	__u16 nframes;
 	__u8 has_frames;	/* frames[] follow (first time this hash) */
-	__u8 pad;
+	__u8 kind;		/* enum sample_kind */
+	__u32 pad;
 	char comm[PYSIGHT_COMM_LEN];	/* thread name */
 	/* when has_frames, nframes struct py_frame follow, leaf first */
+};
+
+/* What the task iterator tells user space of a thread. */
+struct thread_record {
+	__u32 tgid, tid;
+	__u32 ns_tid;		/* tid in its own pid namespace */
+	__u32 state;		/* task __state */
+	__u64 fsbase;		/* thread pointer: pthread_t (<= 3.10) */
+	__u64 off_since;	/* off the CPU since (ktime ns), 0: on it */
+	__u8 kind;		/* enum sample_kind when off the CPU */
+	__u8 on_cpu;
+	__u8 pad[6];
+	char comm[PYSIGHT_COMM_LEN];
+};
+
+enum iter_mode {
+	ITER_OPEN = 1,		/* open an interval for each blocked thread */
+	ITER_REPORT = 2,	/* report threads (and close their intervals) */
 };
 
 struct pid_event {

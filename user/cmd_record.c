@@ -37,6 +37,9 @@ struct record_opts {
 	bool threads;
 	bool nolineno;
 	bool full_filenames;
+	int mode;			/* enum profile_mode */
+	bool gil_only;
+	bool kernel_stacks;
 	bool verbose;
 };
 
@@ -60,6 +63,10 @@ enum {
 	OPT_THREADS = 0x100,
 	OPT_NOLINENO,
 	OPT_FULL_FILENAMES,
+	OPT_MODE,
+	OPT_IDLE,
+	OPT_GIL,
+	OPT_KERNEL_STACKS,
 };
 
 static const struct argp_option options[] = {
@@ -71,6 +78,10 @@ static const struct argp_option options[] = {
 	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME)", 0 },
 	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
 	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu (default): on-CPU samples; wall: on- and off-CPU time; off: off-CPU time alone", 0 },
+	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
+	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
+	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
@@ -137,6 +148,25 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_FULL_FILENAMES:
 		o->full_filenames = true;
+		break;
+	case OPT_MODE:
+		if (!strcmp(arg, "cpu"))
+			o->mode = MODE_CPU;
+		else if (!strcmp(arg, "wall"))
+			o->mode = MODE_WALL;
+		else if (!strcmp(arg, "off"))
+			o->mode = MODE_OFF;
+		else
+			bad_value("--mode", arg, "expected cpu, wall or off");
+		break;
+	case OPT_IDLE:
+		o->mode = MODE_WALL;
+		break;
+	case OPT_GIL:
+		o->gil_only = true;
+		break;
+	case OPT_KERNEL_STACKS:
+		o->kernel_stacks = true;
 		break;
 	case 'v':
 		o->verbose = true;
@@ -251,6 +281,80 @@ static bool targets_alive(struct record *r)
 	return r->o.npids == 0;
 }
 
+static const char *const mode_note[] = {
+	[MODE_CPU] = "",
+	[MODE_WALL] = " (wall: time on and off the CPU)",
+	[MODE_OFF] = " (off: time off the CPU)",
+};
+
+/* One process's time by kind, for the summary. */
+struct proc_time {
+	pid_t pid;
+	const char *name;
+	uint64_t total, by_kind[KIND__MAX];
+};
+
+static int by_total(const void *a, const void *b)
+{
+	const struct proc_time *x = a, *y = b;
+
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : 0;
+}
+
+#define SUMMARY_PROCS 10
+
+/* "python3 1234: sleep 48%, lock 29%, cpu 21%, gil 2%", largest first. */
+static void print_breakdown(struct profile *p)
+{
+	struct proc_time *pt = NULL;
+	const struct pentry **e;
+	size_t n, i, np = 0, j;
+	int k, order[KIND__MAX];
+
+	if (profile__entries(p, &e, &n))
+		return;
+	pt = calloc(n ? n : 1, sizeof(*pt));
+	for (i = 0; pt && i < n; i++) {
+		pid_t pid = e[i]->thread ? e[i]->thread->pid : 0;
+
+		for (j = 0; j < np && pt[j].pid != pid; j++)
+			;
+		if (j == np) {
+			pt[np].pid = pid;
+			pt[np++].name = e[i]->thread ? e[i]->thread->process : NULL;
+		}
+		pt[j].total += e[i]->weight;
+		pt[j].by_kind[e[i]->kind] += e[i]->weight;
+	}
+	free(e);
+	if (!pt)
+		return;
+	qsort(pt, np, sizeof(*pt), by_total);
+	for (i = 0; i < np && i < SUMMARY_PROCS; i++) {
+		for (k = 0; k < KIND__MAX; k++)
+			order[k] = k;
+		for (k = 1; k < KIND__MAX; k++)	/* largest share first */
+			for (j = k; j > 0 && pt[i].by_kind[order[j]] >
+					     pt[i].by_kind[order[j - 1]]; j--) {
+				int t = order[j];
+
+				order[j] = order[j - 1];
+				order[j - 1] = t;
+			}
+		fprintf(stderr, "pysight:   %s %d: %.1f s:", pt[i].name ? pt[i].name : "?",
+			pt[i].pid, pt[i].total / 1e9);
+		for (k = 0; k < KIND__MAX && pt[i].by_kind[order[k]]; k++)
+			fprintf(stderr, "%s %s %.0f%%", k ? "," : "",
+				profile__kind_name(order[k]),
+				100.0 * pt[i].by_kind[order[k]] / pt[i].total);
+		fputc('\n', stderr);
+	}
+	if (np > SUMMARY_PROCS)
+		fprintf(stderr, "pysight:   (and %zu more processes)\n",
+			np - SUMMARY_PROCS);
+	free(pt);
+}
+
 static void summary(struct record *r, double secs, const char *path, int werr)
 {
 	struct profile *p = collector__profile(r->col);
@@ -292,11 +396,19 @@ static void summary(struct record *r, double secs, const char *path, int werr)
 		fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
 			"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
 			"binaries %u, not_python %u, targets %u, tstates %u, "
-			"stacks_seen %u, uprobes %u\n",
+			"stacks_seen %u, uprobes %u, thread states %lld\n",
 			st.rss_kib, st.registry, st.procs, st.symbols, st.stacks,
 			st.maps.procs, st.maps.binaries, st.maps.not_python,
 			st.maps.targets, st.maps.tstates, st.maps.stacks_seen,
-			st.maps.probes);
+			st.maps.probes,
+			(long long)st.counters[CNT_THREAD_STATES]);
+	if (r->o.mode != MODE_CPU) {
+		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
+			" with a stack taken; time in the profile by process "
+			"(the folded file counts microseconds):\n",
+			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED]);
+		print_breakdown(p);
+	}
 	if (st.first_error)
 		fprintf(stderr, "pysight: some processes were skipped: %s\n",
 			st.first_error);
@@ -348,10 +460,12 @@ static int setup(struct record *r, int *go_fd, int *err_fd)
 {
 	struct collector_opts co = {
 		.rate_hz = r->o.rate,
-		.mode = MODE_CPU,
 		.filter_pids = r->o.npids || r->o.command,
 		.nolineno = r->o.nolineno,
 		.full_filenames = r->o.full_filenames,
+		.mode = r->o.mode,
+		.gil_only = r->o.gil_only,
+		.kernel_stacks = r->o.kernel_stacks,
 		.verbose = r->o.verbose,
 	};
 	char err[300];
@@ -487,12 +601,16 @@ int cmd_record(int argc, char **argv)
 		if (err)
 			goto cleanup;
 	}
-	fprintf(stderr, "pysight: sampling %s at %u Hz, Ctrl-C to stop\n",
+	fprintf(stderr, "pysight: sampling %s at %u Hz%s, Ctrl-C to stop\n",
 		r.o.command ? r.o.command[0] :
 		r.o.npids ? "the given processes" : "all Python processes",
-		r.o.rate);
+		r.o.rate, mode_note[r.o.mode]);
 	start = clock__now_s();
 	run_loop(&r);
+	err = collector__finish(r.col);
+	if (err)
+		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
+			strerror(-err));
 	err = writer__write_file(w, collector__profile(r.col), &wo, r.o.output);
 	summary(&r, clock__now_s() - start, r.o.output, err);
 

@@ -13,9 +13,11 @@
 
 #include "collector.h"
 #include "filename.h"
+#include "ksyms.h"
 #include "linetable.h"
 #include "registry.h"
 #include "sampler.h"
+#include "stackread.h"
 #include "symbols.h"
 
 /* A named stack of one process, by the hash BPF gave it: 16 bytes in a
@@ -52,6 +54,16 @@ struct cproc {
 	UT_hash_handle hh;
 };
 
+/* A Python stack with a kernel stack below it (--kernel-stacks). */
+struct with_kernel {
+	struct {
+		const struct pstack *python;
+		__s64 kstack;
+	} key;
+	const struct pstack *stack;
+	UT_hash_handle hh;
+};
+
 struct collector {
 	struct collector_opts o;
 	struct sampler *sampler;	/* NULL offline */
@@ -59,7 +71,10 @@ struct collector {
 	struct symcache *syms;
 	struct profile *prof;
 	struct cproc *procs;
+	struct with_kernel *kstacks;
+	struct ksyms *ksyms;		/* loaded at the first kernel stack */
 	uint64_t unknown_stacks, unknown_frames, forgotten_stacks;
+	uint64_t closed_intervals;	/* read from user space at the end */
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -90,7 +105,7 @@ struct collector *collector__new_offline(const struct collector_opts *o)
 {
 	struct collector *c = alloc(o);
 
-	if (c && !(c->reg = registry__new(NULL, o->verbose))) {
+	if (c && !(c->reg = registry__new(NULL, o->verbose, false))) {
 		collector__free(c);
 		return NULL;
 	}
@@ -102,7 +117,10 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 {
 	struct sampler_opts so = {
 		.rate_hz = o->rate_hz,
+		.mode = o->mode,
 		.filter_pids = o->filter_pids,
+		.gil_only = o->gil_only,
+		.kernel_stacks = o->kernel_stacks,
 		.verbose = o->verbose,
 	};
 	struct collector *c = alloc(o);
@@ -115,7 +133,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		collector__free(c);
 		return ret;
 	}
-	c->reg = registry__new(c->sampler, o->verbose);
+	c->reg = registry__new(c->sampler, o->verbose, o->mode != MODE_CPU);
 	if (!c->reg) {
 		collector__free(c);
 		return -ENOMEM;
@@ -151,6 +169,15 @@ void collector__free(struct collector *c)
 		HASH_DEL(c->procs, cp);
 		cproc_free(cp);
 	}
+	{
+		struct with_kernel *k, *kt;
+
+		HASH_ITER(hh, c->kstacks, k, kt) {
+			HASH_DEL(c->kstacks, k);
+			free(k);
+		}
+	}
+	ksyms__free(c->ksyms);
 	sampler__destroy(c->sampler);
 	registry__free(c->reg);
 	symcache__free(c->syms);
@@ -171,11 +198,6 @@ int collector__add_pid(struct collector *c, pid_t pid, char *err,
 int collector__add_target(struct collector *c, pid_t pid)
 {
 	return sampler__add_target(c->sampler, pid);
-}
-
-int collector__start(struct collector *c, char *err, size_t errlen)
-{
-	return sampler__start(c->sampler, err, errlen);
 }
 
 int collector__poll(struct collector *c, int max_ms)
@@ -333,27 +355,37 @@ static int set_provisional(struct cproc *cp, __u64 hash,
  * later sample of the same hash (an exec loop brings back the same code
  * address and identity for each new function).
  */
+/* The named stack of frames (leaf first), marked at the root when it is
+ * not whole; NULL on ENOMEM. */
+static const struct pstack *name_frames(struct collector *c,
+					const struct pyproc *pp, int status,
+					const struct py_frame *frames, int nframes)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	int n = 0, i;
+
+	if (status == ST_TRUNCATED)
+		out[n++] = profile__frame(c->prof, "[truncated]", NULL, 0, 0,
+					  PFRAME_PSEUDO);
+	else if (status != ST_COMPLETE)
+		out[n++] = profile__frame(c->prof, "[partial stack]", NULL, 0,
+					  0, PFRAME_PSEUDO);
+	for (i = nframes - 1; i >= 0; i--)
+		out[n++] = python_frame(c, pp, &frames[i]);
+	for (i = 0; i < n; i++)
+		if (!out[i])
+			return NULL;
+	return profile__stack(c->prof, out, n);
+}
+
 static int add_stack(struct collector *c, struct cproc *cp,
 		     const struct pyproc *pp, const struct sample_event *ev,
 		     const struct py_frame *frames)
 {
-	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
 	uint64_t misses = c->unknown_frames;
 	const struct pstack *stack;
-	int n = 0, i;
 
-	if (ev->status == ST_TRUNCATED)
-		out[n++] = profile__frame(c->prof, "[truncated]", NULL, 0, 0,
-					  PFRAME_PSEUDO);
-	else if (ev->status != ST_COMPLETE)
-		out[n++] = profile__frame(c->prof, "[partial stack]", NULL, 0,
-					  0, PFRAME_PSEUDO);
-	for (i = ev->nframes - 1; i >= 0; i--)
-		out[n++] = python_frame(c, pp, &frames[i]);
-	for (i = 0; i < n; i++)
-		if (!out[i])
-			return -ENOMEM;
-	stack = profile__stack(c->prof, out, n);
+	stack = name_frames(c, pp, ev->status, frames, ev->nframes);
 	if (!stack)
 		return -ENOMEM;
 	if (c->unknown_frames == misses)
@@ -385,6 +417,61 @@ static const struct pthread *thread_of(struct collector *c, struct cproc *cp,
 	}
 	HASH_ADD_INT(cp->threads, tid, t);
 	return t->thread;
+}
+
+static uint64_t weight_of(const struct collector *c, uint64_t ns);
+
+/*
+ * The Python stack with the kernel's below it, off-CPU time's cause in
+ * between (the writers put it there).  Kernel frames read leaf last:
+ * the scheduler's own at the very end.
+ */
+static const struct pstack *with_kernel(struct collector *c,
+					const struct pstack *py, int kstack)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1 + PYSIGHT_KSTACK_DEPTH];
+	__u64 ips[PYSIGHT_KSTACK_DEPTH];
+	struct with_kernel probe, *k;
+	unsigned int i;
+	int n;
+
+	memset(&probe.key, 0, sizeof(probe.key));
+	probe.key.python = py;
+	probe.key.kstack = kstack;
+	HASH_FIND(hh, c->kstacks, &probe.key, sizeof(probe.key), k);
+	if (k)
+		return k->stack;
+	n = sampler__kernel_stack(c->sampler, kstack, ips, PYSIGHT_KSTACK_DEPTH);
+	if (n <= 0)
+		return py;
+	if (!c->ksyms && !(c->ksyms = ksyms__load(NULL)))
+		return py;
+	for (i = 0; i < py->n; i++)
+		out[i] = py->frames[i];
+	/* the leaf end is our own hook (bpf_trace_run, bpf_prog_...) */
+	while (n > 0 && (!ksyms__name(c->ksyms, ips[0]) ||
+			 !strncmp(ksyms__name(c->ksyms, ips[0]), "bpf_", 4))) {
+		memmove(ips, ips + 1, --n * sizeof(ips[0]));
+	}
+	while (n-- > 0) {
+		const char *name = ksyms__name(c->ksyms, ips[n]);
+
+		out[i] = profile__frame(c->prof, name ? name : "[kernel]", NULL,
+					0, 0, PFRAME_KERNEL);
+		if (!out[i++])
+			return NULL;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->key = probe.key;
+	k->stack = profile__stack(c->prof, out, i);
+	if (!k->stack) {
+		free(k);
+		return NULL;
+	}
+	HASH_ADD(hh, c->kstacks, key, sizeof(k->key), k);
+	return k->stack;
 }
 
 static int handle_sample(struct collector *c, const void *data, size_t size)
@@ -423,6 +510,8 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 		c->unknown_stacks++;
 		return 0;
 	}
+	if (ev->kstack >= 0 && !(stack = with_kernel(c, stack, ev->kstack)))
+		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
 	t = thread_of(c, cp, pp, ev->hdr.tid, comm);
@@ -430,7 +519,15 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 		return -ENOMEM;
 	return profile__add(c->prof, stack, t,
 			    profile__cgroup(c->prof, ev->cgroup_id, NULL),
-			    KIND_CPU, 1, 1);
+			    ev->kind < KIND__MAX ? ev->kind : KIND_OTHER, 1,
+			    weight_of(c, ev->weight));
+}
+
+/* Samples count one each in cpu mode; time otherwise, as BPF measured
+ * it (0 for a sample whose thread's CPU clock had not moved). */
+static uint64_t weight_of(const struct collector *c, uint64_t ns)
+{
+	return profile__unit(c->prof) == UNIT_SAMPLES ? 1 : ns;
 }
 
 int collector__handle(struct collector *c, const void *data, size_t size)
@@ -501,4 +598,79 @@ const char *collector__status_name(int st)
 	};
 
 	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
+}
+
+int collector__start(struct collector *c, char *err, size_t errlen)
+{
+	int ret = sampler__start(c->sampler, err, errlen);
+
+	if (ret || c->o.mode == MODE_CPU)
+		return ret;
+	/* threads off the CPU for the whole recording never switch: find
+	 * every Python process now and open the intervals of their threads
+	 * that are off already (the hooks are attached, so none is missed) */
+	if (!c->o.filter_pids)
+		registry__scan(c->reg);
+	ret = sampler__threads(c->sampler, ITER_OPEN, 0, NULL, NULL);
+	if (ret < 0)
+		snprintf(err, errlen, "failed to read thread states: %s",
+			 strerror(-ret));
+	return ret < 0 ? ret : 0;
+}
+
+struct closing {
+	struct collector *c;
+	uint64_t now;
+	struct stackread *sr;
+};
+
+/* A thread still off the CPU at the end: its stack from user space. */
+static int close_interval(void *ctx, const struct thread_record *r)
+{
+	struct closing *cl = ctx;
+	struct collector *c = cl->c;
+	char comm[PYSIGHT_COMM_LEN + 1];
+	const struct pstack *stack;
+	const struct pyproc *pp;
+	const struct pthread *t;
+	struct cproc *cp;
+	__u64 key;
+
+	if (!r->off_since || r->off_since > cl->now)
+		return 0;
+	pp = registry__get(c->reg, r->tgid);
+	cp = pp ? cproc_get(c, r->tgid) : NULL;
+	if (!cp)
+		return 0;
+	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
+	stackread__thread(r->tgid, &pp->proc, key, cl->sr);
+	if (cl->sr->status == ST_NO_TSTATE || cl->sr->status == ST_IDLE ||
+	    !cl->sr->n)
+		return 0;
+	stack = name_frames(c, pp, cl->sr->status, cl->sr->frames, cl->sr->n);
+	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
+	comm[PYSIGHT_COMM_LEN] = 0;
+	t = thread_of(c, cp, pp, r->tid, comm);
+	if (!stack || !t)
+		return -ENOMEM;
+	c->closed_intervals++;
+	return profile__add(c->prof, stack, t, NULL,
+			    r->kind < KIND__MAX ? r->kind : KIND_OTHER, 1,
+			    cl->now - r->off_since);
+}
+
+int collector__finish(struct collector *c)
+{
+	struct closing cl = { .c = c };
+	int ret;
+
+	if (c->o.mode == MODE_CPU || !c->sampler)
+		return 0;
+	cl.sr = malloc(sizeof(*cl.sr));
+	if (!cl.sr)
+		return -ENOMEM;
+	cl.now = sampler__ktime_now();
+	ret = sampler__threads(c->sampler, ITER_REPORT, 0, close_interval, &cl);
+	free(cl.sr);
+	return ret < 0 ? ret : 0;
 }

@@ -23,6 +23,8 @@ struct collector_opts {
 	bool filter_pids;	/* only targets added, and their children */
 	bool nolineno;		/* frames without lines */
 	bool full_filenames;	/* else py-spy's short names */
+	bool gil_only;		/* on-CPU samples of the GIL holder alone */
+	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
 	bool verbose;		/* libbpf's log, and why processes are skipped */
 };
 
@@ -56,6 +58,9 @@ int collector__add_pid(struct collector *c, pid_t pid, char *err,
 /* A process to sample once it runs Python, and its children. */
 int collector__add_target(struct collector *c, pid_t pid);
 int collector__start(struct collector *c, char *err, size_t errlen);
+/* The recording ends: close the off-CPU intervals still open, with the
+ * stacks of their threads read from user space. */
+int collector__finish(struct collector *c);
 
 /* Wait up to max_ms for events and handle them; <0 on error. */
 int collector__poll(struct collector *c, int max_ms);

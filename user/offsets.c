@@ -61,6 +61,9 @@ struct debug_vals {
 	__u64 bytes_size, bytes_ob_size, bytes_ob_sval;
 	__u64 unicode_size, unicode_state, unicode_length;
 	__u64 unicode_ascii_size, unicode_compact_size;
+	__u64 interp_ceval_gil, interp_gil_state;
+	__u64 interp_gil_locked, interp_gil_holder;
+	__u64 gil_size;
 };
 
 /* A first-failure reason, so the caller can print one line. */
@@ -161,7 +164,12 @@ static void read_vals(const unsigned char *p,
 	RD(unicode_state);
 	RD(unicode_length);
 	RD(unicode_ascii_size);
+	RD(interp_ceval_gil);
+	RD(interp_gil_state);
+	RD(interp_gil_locked);
+	RD(interp_gil_holder);
 #undef RD
+	d->gil_size = l->gil_size;
 	/* Older layouts lack it; a compact str adds utf8_length and utf8. */
 	if (l->unicode_compact_size)
 		d->unicode_compact_size = rd64(p, l->unicode_compact_size);
@@ -208,6 +216,25 @@ static void check_disjoint(struct verdict *v, const char *name,
 				     (unsigned long long)s[i].off);
 }
 
+/* The GIL: a pointer in the interpreter, a state whose lock and holder
+ * lie inside it.  (Its own copy in each interpreter, 3.12+.) */
+static void check_gil(struct verdict *v, const struct debug_vals *d)
+{
+	__u64 start = d->interp_gil_state, end = start + d->gil_size;
+
+	check_field(v, "ceval.gil", d->interp_ceval_gil, 8, d->interp_size);
+	if (d->gil_size < 16 || d->gil_size > 1024 ||
+	    start + d->gil_size > d->interp_size)
+		fail(v, "GIL state %llu + %llu", (unsigned long long)start,
+		     (unsigned long long)d->gil_size);
+	if (d->interp_gil_locked < start || d->interp_gil_locked + 4 > end ||
+	    d->interp_gil_holder < start || d->interp_gil_holder + 8 > end ||
+	    d->interp_gil_locked % 4 || d->interp_gil_holder % 8)
+		fail(v, "GIL locked %llu / holder %llu outside its state",
+		     (unsigned long long)d->interp_gil_locked,
+		     (unsigned long long)d->interp_gil_holder);
+}
+
 static void check_threads(struct verdict *v, const struct debug_vals *d)
 {
 	const struct span ts[] = {
@@ -239,6 +266,7 @@ static void check_threads(struct verdict *v, const struct debug_vals *d)
 	check_field(v, "datastack_chunk", d->tstate_datastack_chunk, 8,
 		    d->tstate_size);
 	check_disjoint(v, "PyThreadState", ts, sizeof(ts) / sizeof(ts[0]));
+	check_gil(v, d);
 }
 
 static void check_frames(struct verdict *v, const struct debug_vals *d)
@@ -342,6 +370,11 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->unicode_state = d->unicode_state;
 	o->unicode_ascii_data = d->unicode_ascii_size;
 	o->unicode_compact_data = d->unicode_compact_size;
+	o->runtime_gil = PY_OFF_NONE;
+	o->interp_gil_ptr = d->interp_ceval_gil;
+	o->gil_size = d->gil_size;
+	o->gil_locked = d->interp_gil_locked - d->interp_gil_state;
+	o->gil_last_holder = d->interp_gil_holder - d->interp_gil_state;
 	o->bytes_size = d->bytes_ob_size;
 	o->bytes_data = d->bytes_ob_sval;
 }

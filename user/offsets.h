@@ -80,6 +80,11 @@ struct offsets_debug_layout {
 	__u16 unicode_length;
 	__u16 unicode_ascii_size;
 	__u16 unicode_compact_size;
+	__u16 interp_ceval_gil;
+	__u16 interp_gil_state;
+	__u16 interp_gil_locked;
+	__u16 interp_gil_holder;
+	__u16 gil_size;			/* sizeof(struct _gil_runtime_state) */
 };
 
 extern const struct py_offsets offsets_table[];

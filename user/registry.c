@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +29,13 @@ struct registry {
 	unsigned int retrying;		/* entries with a retry due */
 	unsigned int npython;
 	bool verbose;
+	bool open_threads;	/* off-CPU modes: a new process's blocked
+				 * threads start their intervals now */
 	char first_err[256];
 };
 
-struct registry *registry__new(struct sampler *s, bool verbose)
+struct registry *registry__new(struct sampler *s, bool verbose,
+			       bool open_threads)
 {
 	struct registry *r = calloc(1, sizeof(*r));
 
@@ -39,6 +43,7 @@ struct registry *registry__new(struct sampler *s, bool verbose)
 		return NULL;
 	r->sampler = s;
 	r->verbose = verbose;
+	r->open_threads = open_threads;
 	r->interps = interp_cache__new();
 	if (!r->interps) {
 		free(r);
@@ -122,6 +127,14 @@ static void mark_python(struct registry *r, struct entry *e,
 	e->counted = true;
 }
 
+/* Threads of a process just known to be Python that are off the CPU
+ * already: their time off starts counting now. */
+static void open_threads(struct registry *r, pid_t pid)
+{
+	if (r->open_threads)
+		sampler__threads(r->sampler, ITER_OPEN, pid, NULL, NULL);
+}
+
 /* Mirror an entry into the BPF map; a full map is worth saying. */
 static void publish(struct registry *r, struct entry *e)
 {
@@ -147,6 +160,7 @@ static void set_python(struct registry *r, struct entry *e,
 		fprintf(stderr, "pysight: no code object cache for pid %d\n",
 			e->p.pid);
 	publish(r, e);
+	open_threads(r, e->p.pid);
 	if (info->exe_reusable) {
 		err = sampler__set_binary(r->sampler, &info->exe_key,
 					  &e->p.proc);
@@ -264,6 +278,7 @@ const struct pyproc *registry__get(struct registry *r, pid_t pid)
 	if (!e)
 		return NULL;
 	mark_python(r, e, &p);
+	open_threads(r, pid);
 	return &e->p;
 }
 
@@ -276,6 +291,25 @@ void registry__exit(struct registry *r, pid_t pid)
 		forget(r, e);
 	/* an answer written after BPF saw the exit would outlive it */
 	sampler__delete_proc(r->sampler, pid);
+}
+
+void registry__scan(struct registry *r)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc");
+	pid_t self = getpid();
+	char *end;
+	long pid;
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		pid = strtol(d->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		registry__discover(r, (pid_t)pid);
+	}
+	closedir(dir);
 }
 
 unsigned int registry__size(const struct registry *r)

@@ -24,8 +24,11 @@ struct pyproc {
 
 struct registry;
 
-/* s may be NULL: nothing is mirrored into BPF maps then (tests). */
-struct registry *registry__new(struct sampler *s, bool verbose);
+/* s may be NULL: nothing is mirrored into BPF maps then (tests).
+ * open_threads: off-CPU modes, where a process's threads already off
+ * the CPU when it is found start their intervals then. */
+struct registry *registry__new(struct sampler *s, bool verbose,
+			       bool open_threads);
 void registry__free(struct registry *r);
 
 /* BPF saw a pid it does not know, or it exec'ed: inspect it. */
@@ -36,6 +39,9 @@ int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen);
  * interpreter binary, a fork) are read back from its map. */
 const struct pyproc *registry__get(struct registry *r, pid_t pid);
 void registry__exit(struct registry *r, pid_t pid);
+/* Inspect every process on the host now (off-CPU modes: a process that
+ * never runs is never sampled, and so never found otherwise). */
+void registry__scan(struct registry *r);
 /* Retry inspections that were too early (libpython not yet mapped). */
 void registry__tick(struct registry *r);
 

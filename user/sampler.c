@@ -52,6 +52,7 @@ struct sampler {
 	void *ctx;
 	bool verbose;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
+	bool off_cpu;		/* the scheduler hooks are loaded */
 };
 
 static bool verbose_print;
@@ -163,6 +164,17 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	}
 	s->skel->rodata->filter_pids = opts->filter_pids;
 	s->skel->rodata->self_pid = getpid();
+	s->skel->rodata->mode = opts->mode;
+	s->skel->rodata->gil_only = opts->gil_only;
+	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
+	s->skel->rodata->period_ns = (__u64)(1e9 / opts->rate_hz);
+	s->off_cpu = opts->mode != 0;
+	/* the scheduler hooks run on every context switch: only when asked */
+	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);
+	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
+	if (!opts->kernel_stacks)
+		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	ret = pysight_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen,
@@ -236,6 +248,7 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 			 strerror(-ret));
 		return ret;
 	}
+
 	possible = libbpf_num_possible_cpus();
 	if (possible <= 0) {
 		snprintf(err, errlen, "failed to count CPUs");
@@ -450,6 +463,59 @@ static unsigned int map_entries(const struct bpf_map *map)
 			break;
 	}
 	return n;
+}
+
+int sampler__threads(struct sampler *s, int mode, pid_t tgid,
+		     sampler_thread_fn fn, void *ctx)
+{
+	struct thread_record r;
+	struct bpf_link *link;
+	int fd, n = 0, ret = 0;
+	ssize_t got;
+
+	if (!s)
+		return -ENODEV;
+	s->skel->bss->iter_mode = mode;
+	s->skel->bss->iter_tgid = tgid;
+	link = bpf_program__attach_iter(s->skel->progs.pysight_threads, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	while ((got = read(fd, &r, sizeof(r))) == sizeof(r)) {
+		n++;
+		if (fn && (ret = fn(ctx, &r)))
+			break;
+	}
+	if (got < 0 && !ret)
+		ret = -errno;
+	close(fd);
+out:
+	bpf_link__destroy(link);
+	return ret ? ret : n;
+}
+
+int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
+{
+	__u64 buf[PYSIGHT_KSTACK_DEPTH];
+	__u32 key = id;
+	int n;
+
+	if (!s || id < 0 ||
+	    bpf_map__lookup_elem(s->skel->maps.kstacks, &key, sizeof(key), buf,
+				 sizeof(buf), 0))
+		return -ENOENT;
+	for (n = 0; n < PYSIGHT_KSTACK_DEPTH && n < max && buf[n]; n++)
+		ips[n] = buf[n];
+	return n;
+}
+
+uint64_t sampler__ktime_now(void)
+{
+	return clock__now_ns();
 }
 
 void sampler__map_sizes(struct sampler *s, struct sampler_sizes *out)

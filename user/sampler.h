@@ -14,7 +14,10 @@ struct sampler;
 
 struct sampler_opts {
 	unsigned int rate_hz;
+	int mode;		/* enum profile_mode: 0 cpu, 1 wall, 2 off */
 	bool filter_pids;	/* only pids added with sampler__add_target */
+	bool gil_only;		/* on-CPU samples of the GIL holder alone */
+	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */
 	bool verbose;		/* libbpf's debug output */
 };
 
@@ -48,6 +51,20 @@ void sampler__forget_stack(struct sampler *s, __u64 hash);
 int sampler__add_target(struct sampler *s, pid_t pid);
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
+
+/*
+ * Run the task iterator over the threads of Python processes (of tgid,
+ * or all when 0): ITER_OPEN opens an off-CPU interval for each thread
+ * off the CPU, ITER_REPORT calls fn for each thread and closes the
+ * intervals it reports.  <0 on error, else the threads reported.
+ */
+typedef int (*sampler_thread_fn)(void *ctx, const struct thread_record *r);
+int sampler__threads(struct sampler *s, int mode, pid_t tgid,
+		     sampler_thread_fn fn, void *ctx);
+/* A kernel stack taken for --kernel-stacks: addresses, leaf first. */
+int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max);
+/* The ktime clock of BPF events, now. */
+uint64_t sampler__ktime_now(void);
 
 /* How full each map is, for -v and the leak tests. */
 struct sampler_sizes {

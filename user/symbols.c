@@ -97,7 +97,7 @@ uint64_t symcache__stale(const struct symcache *sc)
 	return sc->stale;
 }
 
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len };
 	struct iovec remote = { (void *)(uintptr_t)addr, len };
@@ -111,6 +111,7 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+#define read_mem symbols__read_mem
 static uint64_t get_u64(const uint8_t *win, size_t size, unsigned int off)
 {
 	uint64_t v = 0;

@@ -31,6 +31,10 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 				     const struct py_proc *proc, uint64_t code,
 				     uint32_t check);
 
+/* len bytes of the target's memory at addr (process_vm_readv): 0,
+ * -EFAULT for a short or faulting read, -errno. */
+int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
+
 /* The identity check of a live code object, as BPF computes it (the
  * frames read from user space need it too): 0, -EFAULT, -ESTALE. */
 int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,

@@ -96,6 +96,7 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 	X(runtime_interpreters_head) X(interp_next) X(interp_threads_head) \
 	X(tstate_prev) X(tstate_next) X(tstate_thread_id)		\
 	X(tstate_native_thread_id) X(object_type) X(unicode_length)	\
+	X(interp_gil_ptr) X(gil_size) X(gil_locked) X(gil_last_holder)	\
 	X(tstate_frame) X(cframe_current_frame) X(frame_previous)	\
 	X(frame_code) X(frame_instr) X(frame_owner) X(code_filename)	\
 	X(code_name) X(code_qualname) X(code_firstlineno)		\
@@ -113,7 +114,9 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 	X(code_size) X(code_filename) X(code_name) X(code_qualname)	\
 	X(code_linetable) X(code_firstlineno) X(code_adaptive)		\
 	X(bytes_size) X(bytes_ob_size) X(bytes_ob_sval) X(unicode_size)	\
-	X(unicode_state) X(unicode_length) X(unicode_ascii_size)
+	X(unicode_state) X(unicode_length) X(unicode_ascii_size)	\
+	X(interp_ceval_gil) X(interp_gil_state) X(interp_gil_locked)	\
+	X(interp_gil_holder)
 
 /* ---- 3.8-3.12 table ---- */
 

@@ -1,0 +1,233 @@
+"""Off-CPU and wall-clock profiles (--mode wall|off): where blocked time
+goes and why, checked against what the workloads measure themselves."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import (INTERPRETERS, Profile, Recorder, assert_recorded, find_interp,
+                      run_pysight)
+
+RATE = 200
+CAUSES = {"[off-cpu: sleep]": "sleep", "[off-cpu: lock]": "lock", "[off-cpu: io]": "io",
+          "[off-cpu: gil]": "gil", "[runqueue]": "runqueue", "[off-cpu: other]": "other"}
+
+
+def offcpu_interpreters():
+    """The host's 3.11, a pyenv <= 3.10 (time.sleep is select()), and a
+    3.13+ chroot (the GIL behind the interpreter, _Py_DebugOffsets)."""
+    picks = [find_interp("3.11", "debian"),
+             find_interp("3.10", "pyenv") or find_interp("3.9", "pyenv"),
+             find_interp("3.14", "chroot") or find_interp("3.13", "chroot")]
+    return [i for i in picks if i] or INTERPRETERS[:1]
+
+
+def pytest_generate_tests(metafunc):
+    if "ointerp" in metafunc.fixturenames:
+        interps = offcpu_interpreters()
+        metafunc.parametrize("ointerp", interps, ids=[i.id for i in interps])
+
+
+def kind_of(frames):
+    for f in frames:
+        if f.name in CAUSES:
+            return CAUSES[f.name]
+    return "cpu"
+
+
+def by_thread(prof):
+    """{tid: {kind: seconds}} from a --threads profile in microseconds."""
+    out = {}
+    for frames, us in prof.stacks:
+        m = re.match(r"^thread (\d+)$", frames[0].name)
+        assert m, "not a --threads profile: %s" % frames[0].name
+        k = out.setdefault(int(m.group(1)), {})
+        kind = kind_of(frames)
+        k[kind] = k.get(kind, 0.0) + us / 1e6
+    return out
+
+
+def function_kinds(prof, name):
+    """{kind: seconds} of the stacks whose last Python frame is name."""
+    out = {}
+    for frames, us in prof.stacks:
+        py = [f for f in frames if f.file is not None]
+        if py and py[-1].name == name:
+            out[kind_of(frames)] = out.get(kind_of(frames), 0.0) + us / 1e6
+    return out
+
+
+def record(procs, staging, workdir, interp, scenario, seconds, mode="wall", extra=()):
+    script = staging.script(interp, "offcpu.py")
+    result = staging.result_file(interp)
+    out = os.path.join(workdir, "%s-%s.folded" % (scenario, mode))
+    run = run_pysight(procs, ["record", "--mode", mode, "--threads", "-o", out, "-r", RATE]
+                      + list(extra) + ["--"] + interp.argv(script, scenario, seconds, result),
+                      timeout=120)
+    assert_recorded(run)
+    return Profile.load(out), staging.read_result(interp, result), run
+
+
+def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
+    """20 ms burning, 50 ms asleep, 30 ms on a lock: wall mode splits the
+    thread's time that way, each under its own function and cause; cpu
+    mode sees the burn alone and off mode nearly none of it."""
+    prof, truth, run = record(procs, staging, workdir, ointerp, "cycle", 3)
+    worker = [int(t) for t, v in truth["threads"].items() if v["name"] == "worker"][0]
+    phases = truth["phases"]
+    busy = sum(phases.values())
+    burn = function_kinds(prof, "burn_phase")
+    sleep = function_kinds(prof, "sleep_phase")
+    lock = function_kinds(prof, "lock_phase")
+    got = {"burn": burn.get("cpu", 0), "sleep": sleep.get("sleep", 0),
+           "lock": lock.get("lock", 0)}
+    total = sum(by_thread(prof)[worker].values())
+    elapsed = truth["threads"][str(worker)]["elapsed"]
+    assert abs(total - elapsed) <= 0.02 * elapsed, \
+        "%s: the worker's time in the profile is %.3f s, it ran %.3f s" % (
+            ointerp.id, total, elapsed)
+    report = ", ".join("%s %.1f%% (thread says %.1f%%)" % (k, 100 * got[k] / total,
+                                                          100 * phases[k] / busy) for k in got)
+    print("%s: %s" % (ointerp.id, report))
+    for k in got:
+        assert abs(100 * got[k] / total - 100 * phases[k] / busy) <= 5, \
+            "%s: %s\n%s" % (ointerp.id, report, prof.top(12))
+    # the right cause under each function, nearly all of its time
+    assert sleep.get("sleep", 0) >= 0.9 * sum(sleep.values()), sleep
+    assert lock.get("lock", 0) >= 0.9 * sum(lock.values()), lock
+    assert burn.get("cpu", 0) >= 0.9 * sum(burn.values()), burn
+
+    cpu, _, _ = record(procs, staging, workdir, ointerp, "cycle", 2, mode="cpu")
+    burn_samples = cpu.with_leaf("burn_phase").total
+    assert burn_samples >= 0.8 * cpu.total, "cpu mode: burn_phase %d of %d samples:\n%s" % (
+        burn_samples, cpu.total, cpu.top())
+    off, _, _ = record(procs, staging, workdir, ointerp, "cycle", 2, mode="off")
+    off_burn = function_kinds(off, "burn_phase")
+    off_total = sum(sum(k.values()) for k in by_thread(off).values())
+    assert "cpu" not in off_burn, off_burn
+    assert sum(off_burn.values()) <= 0.05 * off_total, off_burn
+
+
+def test_gil_contention(ointerp, procs, staging, workdir):
+    """Two threads burning CPU on two CPUs: each is on the CPU or waiting
+    for the GIL, and the two add up to its wall time."""
+    prof, truth, _ = record(procs, staging, workdir, ointerp, "gil", 3)
+    threads = by_thread(prof)
+    for tid, t in truth["threads"].items():
+        kinds = threads.get(int(tid), {})
+        total = sum(kinds.values())
+        print("%s %s: elapsed %.3f s, thread_time %.3f s, profile %s" % (
+            ointerp.id, t["name"], t["elapsed"], t["cpu"], kinds))
+        assert abs(total - t["elapsed"]) <= 0.02 * t["elapsed"], (t, kinds)
+        assert abs(kinds.get("cpu", 0) - t["cpu"]) <= 0.05 * t["elapsed"], (t, kinds)
+        assert kinds.get("gil", 0) >= 0.8 * (t["elapsed"] - t["cpu"]), (t, kinds)
+
+
+def test_io_and_idle_asyncio(ointerp, procs, staging, workdir):
+    prof, truth, _ = record(procs, staging, workdir, ointerp, "io", 2)
+    reader = function_kinds(prof, "wait_data")
+    assert reader.get("io", 0) >= 1.8, "recv on a socketpair: %s\n%s" % (reader, prof.top())
+    # the idle loop waits in its selector (epoll)
+    selector = {}
+    for frames, us in prof.stacks:
+        names = [f.name for f in frames]
+        if "idle_loop" in " ".join(names) or any("select" in n for n in names):
+            if any("EpollSelector.select" in n or n == "select" for n in names):
+                k = kind_of(frames)
+                selector[k] = selector.get(k, 0) + us / 1e6
+    assert selector.get("io", 0) >= 1.8, "asyncio's selector: %s\n%s" % (selector, prof.top())
+
+
+def test_runqueue(ointerp, procs, staging, workdir):
+    """Three CPU-bound processes on one CPU: each waits to run two thirds
+    of the time."""
+    prof, truth, _ = record(procs, staging, workdir, ointerp, "runqueue", 3)
+    threads = by_thread(prof)
+    for tid, t in truth["threads"].items():
+        kinds = threads.get(int(tid), {})
+        total = sum(kinds.values())
+        share = 100 * kinds.get("runqueue", 0) / total if total else 0
+        print("%s crowd %s: %s, runqueue %.1f%%" % (ointerp.id, tid, kinds, share))
+        assert abs(total - t["elapsed"]) <= 0.02 * t["elapsed"], (t, kinds)
+        assert abs(share - 66.7) <= 8, (t, kinds)
+
+
+def test_blocked_whole_recording(ointerp, procs, staging, workdir):
+    """A thread blocked in queue.get() from before the recording to after
+    it never switches: it is there with its full time and its stack."""
+    script = staging.script(ointerp, "offcpu.py")
+    result = staging.result_file(ointerp)
+    target = procs.start(ointerp.argv(script, "queue", 6, result), stdout=subprocess.PIPE,
+                         text=True)
+    assert target.stdout.readline().startswith("ready")
+    time.sleep(0.5)
+    out = os.path.join(workdir, "queue.folded")
+    seconds = 3
+    run = run_pysight(procs, ["record", "--mode", "wall", "--threads", "-o", out, "-r", RATE,
+                              "-d", seconds, "-p", target.pid], timeout=60)
+    assert_recorded(run)
+    target.wait(timeout=30)
+    prof = Profile.load(out)
+    stacks = [(frames, us) for frames, us in prof.stacks
+              if any(f.name == "wait_item" for f in frames)]
+    assert stacks, prof.top()
+    got = sum(us for _, us in stacks) / 1e6
+    assert abs(got - seconds) <= 0.02 * seconds + 0.05, "%.3f s of %d:\n%s" % (
+        got, seconds, prof.top())
+    names = [f.name for f in stacks[0][0]]
+    assert any(n.endswith("Queue.get") or n == "get" for n in names), names
+    assert all(kind_of(f) == "lock" for f, _ in stacks), [kind_of(f) for f, _ in stacks]
+
+
+def test_thread_states_do_not_leak(procs, staging, workdir):
+    """About 10,000 short sleeps a second for 30 s, threads coming and
+    going: the per-thread BPF states end where they started."""
+    interp = find_interp("3.11", "debian") or INTERPRETERS[0]
+    script = staging.script(interp, "offcpu.py")
+    result = staging.result_file(interp)
+    out = os.path.join(workdir, "churn.folded")
+    seconds = int(os.environ.get("PYSIGHT_CHURN_SECONDS", "30"))
+    run = run_pysight(procs, ["record", "-v", "--mode", "wall", "-o", out, "-r", 100, "--"]
+                      + interp.argv(script, "churn", seconds, result), timeout=seconds + 60)
+    assert_recorded(run)
+    m = re.search(r"thread states (\d+)", run.stderr)
+    intervals = re.search(r"(\d+) off-CPU intervals", run.stderr)
+    assert m and intervals, run.stderr
+    print("intervals %s, thread states left %s" % (intervals.group(1), m.group(1)))
+    assert int(intervals.group(1)) >= 5000 * seconds, run.stderr
+    assert int(m.group(1)) == 0, "per-thread states left after every thread exited:\n%s" % (
+        run.stderr)
+
+
+def test_gil_holder_only(ointerp, procs, staging, workdir):
+    """--gil keeps the on-CPU samples of the thread holding the GIL: a
+    thread hashing in C with the GIL released is on a CPU, and drops out."""
+    cpu, _, _ = record(procs, staging, workdir, ointerp, "nogil", 2, mode="cpu")
+    gil, _, _ = record(procs, staging, workdir, ointerp, "nogil", 2, mode="cpu",
+                       extra=["--gil"])
+    def share(prof, name):
+        return sum(c for f, c in prof.stacks if any(fr.name == name for fr in f))
+    hashed, spun = share(cpu, "hash_loop"), share(cpu, "spin")
+    assert hashed >= 100 and spun >= 100, "the workload did not run:\n%s" % cpu.top()
+    print("%s: hash_loop %d -> %d, spin %d -> %d samples" % (
+        ointerp.id, hashed, share(gil, "hash_loop"), spun, share(gil, "spin")))
+    assert share(gil, "hash_loop") <= 0.1 * hashed, gil.top()
+    assert share(gil, "spin") >= 0.7 * spun, gil.top()
+
+
+def test_kernel_stacks(procs, staging, workdir):
+    """--kernel-stacks puts the kernel's stack below the cause."""
+    interp = find_interp("3.11", "debian") or INTERPRETERS[0]
+    prof, _, _ = record(procs, staging, workdir, interp, "cycle", 1,
+                        extra=["--kernel-stacks"])
+    sleeps = [f for f, _ in prof.stacks if any(fr.name == "sleep_phase" for fr in f)
+              and kind_of(f) == "sleep"]
+    assert sleeps, prof.top()
+    names = [fr.name for fr in sleeps[0]]
+    cause = names.index("[off-cpu: sleep]")
+    kernel = names[cause + 1:]
+    assert kernel and all(n.endswith("_[k]") for n in kernel), names
+    assert any("nanosleep" in n for n in kernel) and kernel[-1] in (
+        "__schedule_[k]", "schedule_[k]"), kernel

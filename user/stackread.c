@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The same walk as bpf/pysight.bpf.c (find_tstate, walk_frame), over
+ * process_vm_readv.  Every read is bounded and may fail: the target runs
+ * on, and nothing it holds is trusted.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "stackread.h"
+#include "symbols.h"
+
+static int rd64(pid_t pid, __u64 addr, __u64 *out)
+{
+	*out = 0;
+	return symbols__read_mem(pid, addr, out, sizeof(*out));
+}
+
+static __u64 win64(const __u8 *win, unsigned int off)
+{
+	__u64 v = 0;
+
+	if (off <= PYSIGHT_FRAME_WINDOW - 8)
+		memcpy(&v, win + off, sizeof(v));
+	return v;
+}
+
+static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
+		       __u64 *out)
+{
+	const struct py_offsets *off = &proc->off;
+	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
+			       off->tstate_thread_id : off->tstate_native_thread_id;
+	__u64 interp = 0, t = 0, id;
+	int i, n;
+
+	if (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
+		 &interp))
+		return -ST_ERR_READ_RUNTIME;
+	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
+		if (rd64(pid, interp + off->interp_threads_head, &t))
+			return -ST_ERR_READ_RUNTIME;
+		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
+			if (rd64(pid, t + id_off, &id))
+				break;
+			if (id == key) {
+				*out = t;
+				return 0;
+			}
+			if (rd64(pid, t + off->tstate_next, &t))
+				break;
+		}
+		if (rd64(pid, interp + off->interp_next, &interp))
+			break;
+	}
+	return -ST_NO_TSTATE;
+}
+
+static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
+{
+	if (off->instr_kind == PY_INSTR_POINTER)
+		return (__s32)(instr - code - off->code_code_adaptive);
+	if (off->instr_kind == PY_INSTR_LASTI_UNITS)
+		return (__s32)instr * 2;
+	return (__s32)instr;
+}
+
+/* One frame: 1 to go on, 0 to stop, -status on an error. */
+static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
+		      struct stackread *out)
+{
+	const struct py_offsets *off = &proc->off;
+	__u8 win[PYSIGHT_FRAME_WINDOW];
+	__u64 code, instr;
+	__u32 check;
+	int err;
+
+	if (symbols__read_mem(pid, *frame, win, sizeof(win)))
+		return -ST_ERR_READ_FRAME;
+	code = win64(win, off->frame_code) & off->code_tag_mask;
+	instr = win64(win, off->frame_instr);
+	*frame = win64(win, off->frame_previous);
+	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
+	if (off->owner_cstack && off->frame_owner < PYSIGHT_FRAME_WINDOW &&
+	    win[off->frame_owner] >= off->owner_cstack)
+		return 1;
+	err = symbols__code_check(pid, proc, code, &check);
+	if (err && off->frame_model == PY_FRAMES_DIRECT)
+		return 1;	/* 3.13+: f_executable may be None */
+	if (err)
+		return err == -ESTALE ? -ST_ERR_BAD_CODE : -ST_ERR_READ_CODE;
+	if (out->n == PYSIGHT_MAX_FRAMES)
+		return -ST_TRUNCATED;
+	out->frames[out->n].code = code;
+	out->frames[out->n].lasti = lasti_of(off, code, instr);
+	out->frames[out->n].check = check;
+	out->n++;
+	return 1;
+}
+
+int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
+		      struct stackread *out)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 frame = 0;
+	int ret, i;
+
+	out->n = 0;
+	out->tstate = 0;
+	ret = find_tstate(pid, proc, thread_key, &out->tstate);
+	if (!ret && rd64(pid, out->tstate + off->tstate_frame, &frame))
+		ret = -ST_ERR_READ_FRAME;
+	if (!ret && off->frame_model == PY_FRAMES_CFRAME && frame &&
+	    rd64(pid, frame + off->cframe_current_frame, &frame))
+		ret = -ST_ERR_READ_FRAME;
+	if (ret)
+		return out->status = -ret;
+	/* one more than the limit, so a stack of exactly the limit is whole */
+	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
+		ret = read_frame(pid, proc, &frame, out);
+	out->status = ret < 0 ? -ret : ST_COMPLETE;
+	if (out->status == ST_COMPLETE && !out->n)
+		out->status = ST_IDLE;
+	return out->status;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A thread's Python stack read from user space, with process_vm_readv,
+ * walked as the BPF side walks it: for threads that are off the CPU (the
+ * end of a wall-clock recording, and dump), where BPF cannot read.
+ */
+#ifndef __PYSIGHT_STACKREAD_H
+#define __PYSIGHT_STACKREAD_H
+
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+
+struct stackread {
+	__u64 tstate;			/* 0 when none matched */
+	int status;			/* enum sample_status */
+	int n;
+	struct py_frame frames[PYSIGHT_MAX_FRAMES];	/* leaf first */
+};
+
+/*
+ * The stack of the thread whose key is thread_key: its tid in its own
+ * pid namespace (3.11+), or its thread pointer, the fs base (<= 3.10).
+ * Returns the status (ST_COMPLETE, ST_TRUNCATED, ...).
+ */
+int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
+		      struct stackread *out);
+
+#endif /* __PYSIGHT_STACKREAD_H */
