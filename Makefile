@@ -24,7 +24,9 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # what runs without BPF or root: the unit tests link these.  The
 # collector's sampler is linked too, for its skeleton's symbols; an
 # offline collector never loads it.
-LIB_SRCS := user/arena.c user/collector.c user/elffile.c user/filename.c \
+LIB_SRCS := user/arena.c user/cgroup.c user/collector.c user/container.c \
+	    user/elffile.c \
+	    user/filename.c \
 	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
 	    user/process.c user/profile.c user/read_folded.c user/reader.c \

@@ -40,4 +40,21 @@ static __always_inline void inode_mtime(struct inode *inode, __s64 *sec,
 	}
 }
 
+/*
+ * The id of a cgroup's ancestor at a level, walking up its parents:
+ * cgroup->ancestors[] only exists from 6.1 ("cgroup: Replace
+ * cgroup->ancestor_ids[] with ->ancestors[]"), while a cgroup starts
+ * with its css, whose parent is its parent's css, in every kernel.
+ */
+#define CGROUP_MAX_DEPTH	32
+
+static __always_inline __u64 cgroup_ancestor_id(struct cgroup *cg, __u32 level)
+{
+	__u32 at = BPF_CORE_READ(cg, level), i;
+
+	for (i = 0; i < CGROUP_MAX_DEPTH && at > level && cg; i++, at--)
+		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+	return cg && at == level ? BPF_CORE_READ(cg, kn, id) : 0;
+}
+
 #endif /* __PYSIGHT_CORE_FIXES_BPF_H */

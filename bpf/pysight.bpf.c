@@ -22,6 +22,8 @@ const volatile bool kernel_stacks = false;	/* --kernel-stacks */
 const volatile __u64 walk_below_ns = 1000000;	/* see switch_in() */
 const volatile __u64 period_ns = 10000000;	/* the mean sampling period */
 
+const volatile __u32 ncgroups = 0;		/* --cgroup/--container */
+
 /* set by user space before each run of the task iterator */
 __u32 iter_mode = 0;
 __u32 iter_tgid = 0;				/* 0: every Python process */
@@ -53,6 +55,14 @@ struct {
 	__type(key, struct py_binary_key);
 	__type(value, __u8);
 } not_python SEC(".maps");
+
+/* --cgroup: keep tasks in these cgroups (v2) or below them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PYSIGHT_MAX_CGROUPS);
+	__type(key, __u32);
+	__type(value, struct cgroup_filter);
+} cgroup_filter SEC(".maps");
 
 /* -p and "-- command": the processes to sample, children added on fork. */
 struct {
@@ -751,6 +761,41 @@ static __always_inline struct py_proc *discover(struct task_struct *task,
 	return NULL;
 }
 
+/*
+ * Is task in one of the --cgroup trees?  Its ancestor at the filter's
+ * level must be the filter's cgroup.  For current the helper reads it;
+ * another task's (the iterator's) is read with CO-RE.
+ */
+static __always_inline bool in_cgroups(struct task_struct *task, bool current)
+{
+	struct cgroup *cg = NULL;
+	struct cgroup_filter *f;
+	__u32 i, level = 0;
+	__u64 id;
+
+	if (!ncgroups)
+		return true;
+	if (!current) {
+		cg = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+		level = BPF_CORE_READ(cg, level);
+	}
+	for (i = 0; i < PYSIGHT_MAX_CGROUPS && i < ncgroups; i++) {
+		f = bpf_map_lookup_elem(&cgroup_filter, &i);
+		if (!f)
+			return false;
+		if (current) {
+			id = bpf_get_current_ancestor_cgroup_id(f->level);
+		} else {
+			if (f->level > level)
+				continue;
+			id = cgroup_ancestor_id(cg, f->level);
+		}
+		if (id == f->id)
+			return true;
+	}
+	return false;
+}
+
 static __always_inline bool wanted(__u32 tgid)
 {
 	if (!tgid || tgid == self_pid)
@@ -906,12 +951,12 @@ static __always_inline __u8 classify(struct task_struct *task,
 
 /* The process of a task, when it is a Python process we sample. */
 static __always_inline struct py_proc *python_of(struct task_struct *task,
-						 __u32 *tgid)
+						 __u32 *tgid, bool current)
 {
 	struct py_proc *proc;
 
 	*tgid = BPF_CORE_READ(task, tgid);
-	if (!wanted(*tgid))
+	if (!wanted(*tgid) || !in_cgroups(task, current))
 		return NULL;
 	proc = bpf_map_lookup_elem(&procs, tgid);
 	return proc && proc->state == PY_PROC_PYTHON ? proc : NULL;
@@ -948,7 +993,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	unsigned int state;
 	__u32 tgid;
 
-	proc = python_of(prev, &tgid);
+	proc = python_of(prev, &tgid, true);
 	if (!proc)
 		return;
 	t = bpf_task_storage_get(&threads, prev, 0, 0);
@@ -1071,7 +1116,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
-	proc = python_of(task, &tgid);
+	proc = python_of(task, &tgid, false);
 	if (!proc || (iter_tgid && tgid != iter_tgid))
 		return 0;
 	r.tgid = tgid;
@@ -1080,6 +1125,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	r.state = BPF_CORE_READ(task, __state);
 	r.fsbase = BPF_CORE_READ(task, thread.fsbase);
 	r.on_cpu = BPF_CORE_READ(task, on_cpu) != 0;
+	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state);
 	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
 	t = bpf_task_storage_get(&threads, task, 0, 0);
@@ -1128,6 +1174,8 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (!wanted(tgid))
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task_btf();
+	if (!in_cgroups(task, true))
+		return 0;
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc)
 		proc = discover(task, tgid, tid);

@@ -16,6 +16,7 @@
 #define PYSIGHT_TSTATE_WINDOW	256	/* bytes of a thread state read (2^n) */
 #define PYSIGHT_BULK		16384	/* bytes of data stack read at once */
 #define PYSIGHT_COMM_LEN	16
+#define PYSIGHT_MAX_CGROUPS	16	/* --cgroup and --container filters */
 #define PYSIGHT_KSTACK_DEPTH	64	/* kernel frames kept (--kernel-stacks) */
 
 /* How a PyThreadState is matched to the sampled kernel task. */
@@ -214,6 +215,13 @@ struct sample_event {
 	/* when has_frames, nframes struct py_frame follow, leaf first */
 };
 
+/* --cgroup: a cgroup (v2) whose tasks, and its descendants', to keep. */
+struct cgroup_filter {
+	__u64 id;		/* the cgroup's id (its inode) */
+	__u32 level;		/* its depth below the root */
+	__u32 pad;
+};
+
 /* What the task iterator tells user space of a thread. */
 struct thread_record {
 	__u32 tgid, tid;
@@ -221,6 +229,7 @@ struct thread_record {
 	__u32 state;		/* task __state */
 	__u64 fsbase;		/* thread pointer: pthread_t (<= 3.10) */
 	__u64 off_since;	/* off the CPU since (ktime ns), 0: on it */
+	__u64 cgroup_id;	/* its cgroup v2 */
 	__u8 kind;		/* enum sample_kind when off the CPU */
 	__u8 on_cpu;
 	__u8 pad[6];

@@ -16,8 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "collector.h"
+#include "container.h"
+#include "labels.h"
 #include "commands.h"
 #include "usage.h"
 #include "writer.h"
@@ -38,6 +41,11 @@ struct record_opts {
 	bool nolineno;
 	bool full_filenames;
 	int mode;			/* enum profile_mode */
+	const char *cgroups[PYSIGHT_MAX_CGROUPS];	/* --cgroup, --container */
+	bool is_container[PYSIGHT_MAX_CGROUPS];
+	int ncgroups;
+	int groups[GROUP__MAX];		/* --group-by */
+	int ngroups;
 	bool gil_only;
 	bool kernel_stacks;
 	bool verbose;
@@ -67,6 +75,9 @@ enum {
 	OPT_IDLE,
 	OPT_GIL,
 	OPT_KERNEL_STACKS,
+	OPT_CGROUP,
+	OPT_CONTAINER,
+	OPT_GROUP_BY,
 };
 
 static const struct argp_option options[] = {
@@ -75,7 +86,10 @@ static const struct argp_option options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
 	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
-	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME)", 0 },
+	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME) (--group-by thread)", 0 },
+	{ "group-by", OPT_GROUP_BY, "KEYS", 0, "Root frames that label stacks, in order: process, thread, cgroup, container (comma-separated)", 0 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id (repeatable; see pysight containers)", 0 },
 	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
 	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu (default): on-CPU samples; wall: on- and off-CPU time; off: off-CPU time alone", 0 },
@@ -142,6 +156,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_THREADS:
 		o->threads = true;
+		break;
+	case OPT_GROUP_BY:
+		if (labels__parse_group(arg, o->groups, &o->ngroups))
+			bad_value("--group-by", arg,
+				  "expected process, thread, cgroup or container, comma-separated");
+		break;
+	case OPT_CGROUP:
+	case OPT_CONTAINER:
+		if (o->ncgroups == PYSIGHT_MAX_CGROUPS)
+			bad_value(key == OPT_CGROUP ? "--cgroup" : "--container",
+				  arg, "at most 16 cgroups and containers");
+		o->is_container[o->ncgroups] = key == OPT_CONTAINER;
+		o->cgroups[o->ncgroups++] = arg;
 		break;
 	case OPT_NOLINENO:
 		o->nolineno = true;
@@ -456,6 +483,30 @@ static void run_loop(struct record *r)
 	collector__poll(r->col, 0);	/* what is still in the ring */
 }
 
+/* --cgroup and --container as BPF's filter; -errno after saying why. */
+static int resolve_cgroups(struct record *r, struct cgroup_filter *out)
+{
+	struct cgroup_ref cg;
+	char err[512];
+	int i, ret;
+
+	for (i = 0; i < r->o.ncgroups; i++) {
+		ret = r->o.is_container[i] ?
+			container__find(r->o.cgroups[i], &cg, err, sizeof(err)) :
+			cgroup__resolve(r->o.cgroups[i], &cg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "pysight: %s\n", err);
+			return ret;
+		}
+		if (r->o.verbose)
+			fprintf(stderr, "pysight: keeping cgroup %s (id %llu)\n",
+				cg.path, (unsigned long long)cg.id);
+		out[i].id = cg.id;
+		out[i].level = cg.level;
+	}
+	return 0;
+}
+
 static int setup(struct record *r, int *go_fd, int *err_fd)
 {
 	struct collector_opts co = {
@@ -468,9 +519,15 @@ static int setup(struct record *r, int *go_fd, int *err_fd)
 		.kernel_stacks = r->o.kernel_stacks,
 		.verbose = r->o.verbose,
 	};
+	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];
 	int ret;
 
+	ret = resolve_cgroups(r, cgroups);
+	if (ret)
+		return ret;
+	co.cgroups = cgroups;
+	co.ncgroups = r->o.ncgroups;
 	ret = collector__open(&co, &r->col, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "pysight: %s\n", err);
@@ -581,8 +638,10 @@ int cmd_record(int argc, char **argv)
 	if (r.o.command && r.o.npids)
 		usage_error("give -p or a command, not both");
 	w = pick_writer(&r);
-	if (r.o.threads)
-		wo.groups[wo.ngroups++] = GROUP_THREAD;
+	memcpy(wo.groups, r.o.groups, sizeof(wo.groups));
+	wo.ngroups = r.o.ngroups;
+	if (r.o.threads && labels__parse_group("thread", wo.groups, &wo.ngroups))
+		usage_error("--threads: too many --group-by keys");
 	err = check_privileges();
 	if (!err)
 		err = check_btf();

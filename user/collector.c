@@ -11,7 +11,9 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "cgroup.h"
 #include "collector.h"
+#include "container.h"
 #include "filename.h"
 #include "ksyms.h"
 #include "linetable.h"
@@ -64,8 +66,16 @@ struct with_kernel {
 	UT_hash_handle hh;
 };
 
+/* A cgroup id's path and container, found once. */
+struct cgroup_seen {
+	uint64_t id;
+	const struct pcgroup *cgroup;
+	UT_hash_handle hh;
+};
+
 struct collector {
 	struct collector_opts o;
+	struct cgroup_seen *cgroups;
 	struct sampler *sampler;	/* NULL offline */
 	struct registry *reg;
 	struct symcache *syms;
@@ -122,6 +132,8 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		.gil_only = o->gil_only,
 		.kernel_stacks = o->kernel_stacks,
 		.verbose = o->verbose,
+		.cgroups = o->cgroups,
+		.ncgroups = o->ncgroups,
 	};
 	struct collector *c = alloc(o);
 	int ret;
@@ -171,10 +183,15 @@ void collector__free(struct collector *c)
 	}
 	{
 		struct with_kernel *k, *kt;
+		struct cgroup_seen *g, *gt;
 
 		HASH_ITER(hh, c->kstacks, k, kt) {
 			HASH_DEL(c->kstacks, k);
 			free(k);
+		}
+		HASH_ITER(hh, c->cgroups, g, gt) {
+			HASH_DEL(c->cgroups, g);
+			free(g);
 		}
 	}
 	ksyms__free(c->ksyms);
@@ -422,6 +439,40 @@ static const struct pthread *thread_of(struct collector *c, struct cproc *cp,
 static uint64_t weight_of(const struct collector *c, uint64_t ns);
 
 /*
+ * The cgroup of a sample, with its path (relative to the v2 mount) and
+ * container, found through the sampled process's /proc/PID/cgroup the
+ * first time its id is seen.  NULL on ENOMEM.
+ */
+static const struct pcgroup *cgroup_of(struct collector *c, uint64_t id,
+				       pid_t pid)
+{
+	struct container_id ct;
+	struct cgroup_seen *g;
+	char path[PATH_MAX];
+	bool named, is_ct = false;
+
+	HASH_FIND(hh, c->cgroups, &id, sizeof(id), g);
+	if (g)
+		return g->cgroup;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	named = id && !cgroup__of_pid(pid, id, path, sizeof(path));
+	if (named)
+		is_ct = container__parse(path, &ct);
+	g->id = id;
+	g->cgroup = profile__cgroup(c->prof, id, named ? path : NULL,
+				    is_ct ? ct.id : NULL,
+				    is_ct && ct.pod[0] ? ct.pod : NULL);
+	if (!g->cgroup) {
+		free(g);
+		return NULL;
+	}
+	HASH_ADD(hh, c->cgroups, id, sizeof(id), g);
+	return g->cgroup;
+}
+
+/*
  * The Python stack with the kernel's below it, off-CPU time's cause in
  * between (the writers put it there).  Kernel frames read leaf last:
  * the scheduler's own at the very end.
@@ -478,6 +529,7 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 {
 	const struct sample_event *ev = data;
 	char comm[PYSIGHT_COMM_LEN + 1];
+	const struct pcgroup *cg;
 	const struct pstack *stack;
 	struct provisional *prov;
 	const struct pyproc *pp;
@@ -515,10 +567,10 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
 	t = thread_of(c, cp, pp, ev->hdr.tid, comm);
-	if (!t)
+	cg = cgroup_of(c, ev->cgroup_id, ev->hdr.pid);
+	if (!t || !cg)
 		return -ENOMEM;
-	return profile__add(c->prof, stack, t,
-			    profile__cgroup(c->prof, ev->cgroup_id, NULL),
+	return profile__add(c->prof, stack, t, cg,
 			    ev->kind < KIND__MAX ? ev->kind : KIND_OTHER, 1,
 			    weight_of(c, ev->weight));
 }
@@ -630,6 +682,7 @@ static int close_interval(void *ctx, const struct thread_record *r)
 	struct closing *cl = ctx;
 	struct collector *c = cl->c;
 	char comm[PYSIGHT_COMM_LEN + 1];
+	const struct pcgroup *cg;
 	const struct pstack *stack;
 	const struct pyproc *pp;
 	const struct pthread *t;
@@ -651,10 +704,11 @@ static int close_interval(void *ctx, const struct thread_record *r)
 	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
 	t = thread_of(c, cp, pp, r->tid, comm);
-	if (!stack || !t)
+	cg = cgroup_of(c, r->cgroup_id, r->tgid);
+	if (!stack || !t || !cg)
 		return -ENOMEM;
 	c->closed_intervals++;
-	return profile__add(c->prof, stack, t, NULL,
+	return profile__add(c->prof, stack, t, cg,
 			    r->kind < KIND__MAX ? r->kind : KIND_OTHER, 1,
 			    cl->now - r->off_since);
 }

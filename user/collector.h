@@ -25,6 +25,8 @@ struct collector_opts {
 	bool full_filenames;	/* else py-spy's short names */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
+	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
+	int ncgroups;
 	bool verbose;		/* libbpf's log, and why processes are skipped */
 };
 

@@ -5,5 +5,6 @@
 /* One entry point per subcommand, each in its own cmd_NAME.c. */
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_containers(int argc, char **argv);
 
 #endif /* __PYSIGHT_COMMANDS_H */

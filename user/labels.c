@@ -52,6 +52,17 @@ size_t labels__group(int key, const struct pentry *e, char *buf, size_t len)
 		if (e->cgroup && e->cgroup->path)
 			n = snprintf(buf, len, "cgroup %s", e->cgroup->path);
 		break;
+	case GROUP_CONTAINER:
+		/* a container by its short id, as docker ps shows it */
+		if (e->cgroup && e->cgroup->container && e->cgroup->pod)
+			n = snprintf(buf, len, "container %.12s pod %s",
+				     e->cgroup->container, e->cgroup->pod);
+		else if (e->cgroup && e->cgroup->container)
+			n = snprintf(buf, len, "container %.12s",
+				     e->cgroup->container);
+		else if (e->cgroup)
+			n = snprintf(buf, len, "host");
+		break;
 	}
 	return fit(n, len);
 }
@@ -154,6 +165,26 @@ static bool parse_process(char *s, struct parsed_labels *lab)
 	return true;
 }
 
+/* "container ID", "container ID pod UID", or "host" */
+static bool parse_container(char *s, struct parsed_labels *lab)
+{
+	char *pod;
+
+	if (!strcmp(s, "host")) {
+		lab->container = "";
+		return true;
+	}
+	if (strncmp(s, "container ", 10) || !s[10])
+		return false;
+	pod = strstr(s + 10, " pod ");
+	if (pod) {
+		*pod = 0;
+		lab->pod = pod + 5;
+	}
+	lab->container = s + 10;
+	return true;
+}
+
 /* "name (file:line)", "name (file)", "name_[k]" or just "name" */
 static void parse_frame(char *s, struct parsed_frame *f)
 {
@@ -211,6 +242,8 @@ int labels__parse(char *s, bool at_root, struct parsed_frame *f,
 			lab->cgroup = s + 7;
 			return LABEL_ROOT;
 		}
+		if (!lab->container && parse_container(s, lab))
+			return LABEL_ROOT;
 	}
 	k = profile__kind_of_frame(s);
 	if (k > 0) {

@@ -48,6 +48,7 @@ struct parsed_frame {
 struct parsed_labels {
 	pid_t pid, ns_pid, tid;
 	const char *process, *thread, *cgroup;
+	const char *container, *pod;	/* "host": container "" */
 };
 
 enum { LABEL_FRAME = 0, LABEL_ROOT, LABEL_KIND };

@@ -12,6 +12,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks into a profile" },
 	{ "report", cmd_report, "show the hottest frames of a profile" },
+	{ "containers", cmd_containers, "list containers and cgroups with Python processes" },
 };
 
 static void usage(FILE *f)

@@ -44,7 +44,7 @@ struct thread_entry {
 
 struct cgroup_key {
 	uint64_t id;
-	const char *path;
+	const char *path, *container, *pod;
 };
 
 struct cgroup_entry {
@@ -261,7 +261,8 @@ const struct pthread *profile__thread(struct profile *p, pid_t pid,
 }
 
 const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
-				      const char *path)
+				      const char *path, const char *container,
+				      const char *pod)
 {
 	struct cgroup_key key;
 	struct cgroup_entry *e;
@@ -269,7 +270,10 @@ const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
 	memset(&key, 0, sizeof(key));
 	key.id = id;
 	key.path = intern(p, path);
-	if (path && !key.path)
+	key.container = intern(p, container);
+	key.pod = intern(p, pod);
+	if ((path && !key.path) || (container && !key.container) ||
+	    (pod && !key.pod))
 		return NULL;
 	HASH_FIND(hh, p->cgroups, &key, sizeof(key), e);
 	if (e)
@@ -280,6 +284,8 @@ const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
 	e->key = key;
 	e->c.id = id;
 	e->c.path = key.path;
+	e->c.container = key.container;
+	e->c.pod = key.pod;
 	e->c.num = p->ncgroups++;
 	HASH_ADD(hh, p->cgroups, key, sizeof(key), e);
 	return &e->c;

@@ -68,6 +68,8 @@ struct pthread {
 struct pcgroup {
 	uint64_t id;		/* cgroup v2 id (inode), 0 when unknown */
 	const char *path;	/* relative to the v2 mount, or NULL */
+	const char *container;	/* the container's id (64 hex), or NULL */
+	const char *pod;	/* its pod's uid, or NULL */
 	unsigned int num;
 };
 
@@ -110,8 +112,10 @@ const struct pstack *profile__stack(struct profile *p,
 const struct pthread *profile__thread(struct profile *p, pid_t pid,
 				      pid_t ns_pid, pid_t tid,
 				      const char *process, const char *name);
+/* A cgroup, by what is known of it: any field may be 0 or NULL. */
 const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
-				      const char *path);
+				      const char *path, const char *container,
+				      const char *pod);
 
 /* Add count events of weight to an entry; -ENOMEM. */
 int profile__add(struct profile *p, const struct pstack *stack,

@@ -78,9 +78,13 @@ static int add_line(struct profile *p, struct folded_line *l)
 	if (l->lab.pid || l->lab.tid)
 		t = profile__thread(p, l->lab.pid, l->lab.ns_pid, l->lab.tid,
 				    l->lab.process, l->lab.thread);
-	if (l->lab.cgroup)
-		c = profile__cgroup(p, 0, l->lab.cgroup);
-	if (!s || ((l->lab.pid || l->lab.tid) && !t) || (l->lab.cgroup && !c))
+	if (l->lab.cgroup || l->lab.container)
+		c = profile__cgroup(p, 0, l->lab.cgroup,
+				    l->lab.container && *l->lab.container ?
+					    l->lab.container : NULL,
+				    l->lab.pod);
+	if (!s || ((l->lab.pid || l->lab.tid) && !t) ||
+	    ((l->lab.cgroup || l->lab.container) && !c))
 		return -ENOMEM;
 	if (time && l->count > UINT64_MAX / 1000)
 		return -ERANGE;

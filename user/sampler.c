@@ -126,7 +126,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		  void *ctx, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
-	int ret;
+	int ret, i;
 
 	verbose_print = false;	/* the probes' failures are expected */
 	libbpf_set_print(print_libbpf);
@@ -168,6 +168,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->skel->rodata->gil_only = opts->gil_only;
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->period_ns = (__u64)(1e9 / opts->rate_hz);
+	s->skel->rodata->ncgroups = opts->ncgroups;
 	s->off_cpu = opts->mode != 0;
 	/* the scheduler hooks run on every context switch: only when asked */
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
@@ -181,6 +182,18 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 			 "failed to load BPF programs: %s (run with -v for the verifier log)",
 			 strerror(-ret));
 		goto fail;
+	}
+	for (i = 0; i < opts->ncgroups && i < PYSIGHT_MAX_CGROUPS; i++) {
+		__u32 key = i;
+
+		ret = bpf_map__update_elem(s->skel->maps.cgroup_filter, &key,
+					   sizeof(key), &opts->cgroups[i],
+					   sizeof(opts->cgroups[i]), BPF_ANY);
+		if (ret) {
+			snprintf(err, errlen, "failed to set the cgroup filter: %s",
+				 strerror(-ret));
+			goto fail;
+		}
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s,
 				 NULL);

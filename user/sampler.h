@@ -19,6 +19,9 @@ struct sampler_opts {
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */
 	bool verbose;		/* libbpf's debug output */
+	/* keep only tasks in these cgroup v2 trees */
+	const struct cgroup_filter *cgroups;
+	int ncgroups;
 };
 
 typedef int (*sampler_event_fn)(void *ctx, const void *data, size_t size);

@@ -143,6 +143,38 @@ static void test_labels(void)
 	profile__free(p);
 }
 
+/* container and cgroup roots, both ways */
+static void test_container_labels(void)
+{
+	const char *text =
+		"container 4f1e9b2c0123 pod 6a1e5b4f-3c2d-4e8f-9a0b-1c2d3e4f5a6b;"
+		"main (app.py:3) 5\n"
+		"host;main (app.py:3) 2\n"
+		"cgroup /system.slice/x.service;main (app.py:3) 1\n";
+	struct write_opts wo = { .groups = { GROUP_CONTAINER }, .ngroups = 1 };
+	struct profile *p;
+	char err[128], *out;
+	int ret;
+
+	p = read_text(text, &ret, err, sizeof(err));
+	CHECK(!ret && p, "read: %s", err);
+	if (!p)
+		return;
+	out = write_mem(p, &wo);
+	CHECK(out && !strcmp(out,
+		"container 4f1e9b2c0123 pod 6a1e5b4f-3c2d-4e8f-9a0b-1c2d3e4f5a6b;"
+		"main (app.py:3) 5\n"
+		"host;main (app.py:3) 3\n"), "containers:\n%s", out);
+	free(out);
+	wo.groups[0] = GROUP_CGROUP;
+	out = write_mem(p, &wo);
+	CHECK(out && !strcmp(out,
+		"cgroup /system.slice/x.service;main (app.py:3) 1\n"
+		"main (app.py:3) 7\n"), "cgroups:\n%s", out);
+	free(out);
+	profile__free(p);
+}
+
 static void test_tally(void)
 {
 	struct tally_opts o = { .by = BY_LINE };
@@ -248,6 +280,7 @@ int main(int argc, char **argv)
 	test_round_trip("golden.folded", false);
 	test_round_trip("golden-threads.folded", true);
 	test_labels();
+	test_container_labels();
 	test_tally();
 	test_errors();
 	return check_summary();

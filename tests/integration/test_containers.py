@@ -1,0 +1,251 @@
+"""Containers and cgroups: filtered in BPF, labelled, found from the host.
+
+The cgroups are made under the v2 hierarchy (/sys/fs/cgroup/unified here,
+a hybrid host) with names that runtimes use, and removed at teardown,
+their processes killed first, even when a test fails."""
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import Profile, Recorder, assert_recorded, find_interp, fmt_frame, run_pysight
+
+ID1 = "4f1e9b2c" + "0123456789abcdef" * 3 + "d00dfeed"   # 64 hex
+ID2 = "4f1e9b2c" + "fedcba9876543210" * 3 + "cafe0000"   # same first 8 digits
+POD = "6a1e5b4f-3c2d-4e8f-9a0b-1c2d3e4f5a6b"
+
+
+def v2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[0] == "cgroup2":
+                return left.split()[4]
+    pytest.skip("no cgroup v2 hierarchy on this host")
+
+
+class Cgroups:
+    """cgroup directories made by a test; torn down deepest first."""
+
+    def __init__(self):
+        self.root = v2_mount()
+        self.made = []
+
+    def make(self, rel):
+        path = os.path.join(self.root, rel)
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            p = os.path.join(self.root, *parts[:i])
+            if not os.path.isdir(p):
+                os.mkdir(p)
+                self.made.append(p)
+        return path
+
+    def run_in(self, procs, cgroup, argv, **kw):
+        """Start argv inside cgroup (it enters before it execs)."""
+        return procs.start(["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec "$@"', cgroup]
+                           + argv, **kw)
+
+    def cleanup(self):
+        for p in reversed(self.made):
+            try:
+                with open(os.path.join(p, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        for p in reversed(self.made):
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        return [p for p in self.made if os.path.exists(p)]
+
+
+@pytest.fixture
+def cgroups():
+    cg = Cgroups()
+    yield cg
+    left = cg.cleanup()
+    assert not left, "cgroups left behind: %s" % left
+
+
+def host_interp():
+    interp = find_interp("3.11", "debian")
+    if interp is None:
+        pytest.skip("no Debian python3.11")
+    return interp
+
+
+def burn(interp, staging, name, seconds):
+    return interp.argv(staging.script(interp, "named_burn.py"), name, seconds)
+
+
+def ready(proc):
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), "the workload did not start: %r" % line
+
+
+def leaf_totals(prof):
+    out = {}
+    for frames, count in prof.stacks:
+        py = [f for f in frames if f.file is not None]
+        if py:
+            out[py[-1].name] = out.get(py[-1].name, 0) + count
+    return out
+
+
+def test_cgroup_filter_labels_and_moves(procs, staging, workdir, cgroups):
+    interp = host_interp()
+    a = cgroups.make("pysight-test-A")
+    b = cgroups.make("pysight-test-B")
+    pa = cgroups.run_in(procs, a, burn(interp, staging, "fn_aaa", 30), stdout=subprocess.PIPE,
+                        text=True)
+    pb = cgroups.run_in(procs, b, burn(interp, staging, "fn_bbb", 30), stdout=subprocess.PIPE,
+                        text=True)
+    pc = procs.start(burn(interp, staging, "fn_ccc", 30), stdout=subprocess.PIPE, text=True)
+    for p in (pa, pb, pc):
+        ready(p)
+
+    # the filter, by a path relative to the v2 mount
+    out = os.path.join(workdir, "a.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", 200, "-d", 2,
+                              "--cgroup", "pysight-test-A"], timeout=60)
+    assert_recorded(run)
+    got = leaf_totals(Profile.load(out))
+    # three burners share two CPUs: 2/3 of a CPU each
+    assert got.get("fn_aaa", 0) >= 0.7 * 2 * 200 * 2 / 3, got
+    assert "fn_bbb" not in got and "fn_ccc" not in got, got
+
+    # labels, no filter; the full path works too
+    out = os.path.join(workdir, "ab.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", 200, "-d", 2,
+                              "--group-by", "cgroup"], timeout=60)
+    assert_recorded(run)
+    roots = {}
+    for frames, count in Profile.load(out).stacks:
+        py = [f for f in frames if f.file is not None]
+        if py and py[-1].name in ("fn_aaa", "fn_bbb"):
+            roots.setdefault(py[-1].name, set()).add(fmt_frame(frames[0]))
+    assert roots == {"fn_aaa": {"cgroup /pysight-test-A"},
+                     "fn_bbb": {"cgroup /pysight-test-B"}}, roots
+
+    # a process moved into A while recording is picked up from then on
+    out = os.path.join(workdir, "moved.folded")
+    rec = Recorder(procs, ["-o", out, "-r", 200, "--cgroup", a])
+    rec.wait_sampling()
+    time.sleep(1.0)
+    with open(os.path.join(a, "cgroup.procs"), "w") as f:
+        f.write(str(pc.pid))
+    time.sleep(2.0)
+    assert rec.stop() == 0, rec.stderr
+    got = leaf_totals(Profile.load(out))
+    share = 2 / 3
+    assert 0.7 * 2 * 200 * share <= got.get("fn_ccc", 0) <= 1.3 * 2 * 200 * share, got
+    assert got.get("fn_aaa", 0) >= 0.7 * 3 * 200 * share and "fn_bbb" not in got, got
+
+
+def test_pid_namespace_container(procs, staging, workdir, cgroups):
+    """A "container": its own PID and mount namespaces, a chroot with its
+    own python3.13, its own cgroup.  Profiled from the host with its
+    names and lines, both of its pids, and kept alone by --cgroup."""
+    interp = find_interp("3.13", "chroot")
+    if interp is None:
+        pytest.skip("no trixie chroot with python3.13")
+    host = host_interp()
+    cg = cgroups.make("pysight-test-ns")
+    argv = ["unshare", "--pid", "--mount", "--fork"] + burn(interp, staging, "fn_nsp", 30)
+    target = cgroups.run_in(procs, cg, argv, stdout=subprocess.PIPE, text=True)
+    ready(target)
+    other = procs.start(burn(host, staging, "fn_out", 30), stdout=subprocess.PIPE, text=True)
+    ready(other)
+    py = subprocess.run(["pgrep", "-f", "-P", str(target.pid)], capture_output=True,
+                        text=True).stdout.split()
+    out = os.path.join(workdir, "ns.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", 200, "-d", 2, "--cgroup", cg,
+                              "--group-by", "process,thread"], timeout=60)
+    assert_recorded(run)
+    prof = Profile.load(out)
+    got = leaf_totals(prof)
+    assert got.get("fn_nsp", 0) >= 0.7 * 2 * 200 and "fn_out" not in got, got
+    roots = {fmt_frame(frames[0]) for frames, _ in prof.stacks}
+    labels = [r for r in roots if r.startswith("process ")]
+    assert labels and all(re.match(r"^process python3\.13 \d+ \(ns 1\)$", r) for r in labels), \
+        roots
+    host_pid = int(labels[0].split()[2])
+    assert host_pid != 1 and os.path.exists("/proc/%d" % host_pid), labels
+    # the names and lines it sees
+    stacks = [f for f, _ in prof.stacks if any(fr.name == "fn_nsp" for fr in f)]
+    leaf = [f for f in stacks[0] if f.file is not None][-1]
+    assert leaf.file == "<gen>" and leaf.line in (4, 5), leaf
+
+
+def test_kubepods_container(procs, staging, workdir, cgroups):
+    """A cgroup named as containerd and Kubernetes name them: --container
+    finds it by a prefix, and --group-by container labels it with its
+    id and its pod's uid."""
+    interp = host_interp()
+    pod = POD.replace("-", "_")
+    scope = cgroups.make("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s"
+                         ".slice/cri-containerd-%s.scope" % (pod, ID1))
+    target = cgroups.run_in(procs, scope, burn(interp, staging, "fn_k8s", 30),
+                            stdout=subprocess.PIPE, text=True)
+    ready(target)
+    out = os.path.join(workdir, "k8s.folded")
+    run = run_pysight(procs, ["record", "-o", out, "-r", 200, "-d", 2,
+                              "--container", ID1[:12], "--group-by", "container"],
+                      timeout=60)
+    assert_recorded(run)
+    prof = Profile.load(out)
+    got = leaf_totals(prof)
+    assert got.get("fn_k8s", 0) >= 0.7 * 2 * 200, got
+    assert len(got) == 1, "only the container's stacks: %s" % got
+    roots = {fmt_frame(frames[0]) for frames, _ in prof.stacks}
+    assert roots == {"container %s pod %s" % (ID1[:12], POD)}, roots
+
+    listing = run_pysight(procs, ["containers"], timeout=60)
+    assert listing.returncode == 0, listing.stderr
+    rows = [l for l in listing.stdout.splitlines() if l.startswith(ID1[:12])]
+    assert rows and POD in rows[0] and re.search(r"\s1\s+1\s", rows[0]), listing.stdout
+
+
+def assert_one_error(run, *words):
+    lines = [l for l in run.stderr.splitlines() if l.strip()]
+    assert run.returncode != 0 and len(lines) == 1 and lines[0].startswith("pysight: "), \
+        run.stderr
+    for w in words:
+        assert w in lines[0], "%r should say %r" % (lines[0], w)
+
+
+def test_bad_cgroups_and_containers(procs, workdir, cgroups):
+    mnt = v2_mount()
+    out = os.path.join(workdir, "x.folded")
+    cases = [
+        (["--cgroup", "/no/such/cgroup"], ["/no/such/cgroup"]),
+        (["--cgroup", "/etc/hostname"], ["/etc/hostname"]),
+        (["--cgroup", os.path.join(mnt, "..", "..", "..", "..", "etc")],
+         ["not under the cgroup v2 mount"]),
+        (["--cgroup", os.path.join(mnt, "cgroup.procs")], ["cgroup.procs"]),
+        (["--container", "xyz"], ["xyz", "hex"]),
+        (["--container", "0123456789ab"], ["no container matches"]),
+    ]
+    cgroups.make("system.slice/docker-%s.scope" % ID1)
+    cgroups.make("system.slice/docker-%s.scope" % ID2)
+    cases.append((["--container", ID1[:8] + "ffff"], ["no container matches", ID1[:12]]))
+    for args, words in cases:
+        run = run_pysight(procs, ["record", "-o", out, "-d", 1] + args, timeout=30)
+        assert_one_error(run, *words)
+    # ambiguous: two containers share these digits
+    prefix = "4f1e9b2c0123"
+    assert ID1.startswith(prefix) and not ID2.startswith(prefix)
+    cgroups.make("system.slice/docker-%s.scope" % (prefix + ID2[12:]))
+    run = run_pysight(procs, ["record", "-o", out, "-d", 1, "--container", prefix], timeout=30)
+    assert_one_error(run, "more than one container matches", ID1[:12])
+    assert not os.path.exists(out)

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight containers: the containers and cgroups that have Python
+ * processes now, with counts: what to give --container or --cgroup.
+ * A command of its own rather than a record option: it records nothing,
+ * needs no BPF, and its output is a table to read before recording.
+ */
+#include <argp.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "cgroup.h"
+#include "commands.h"
+#include "container.h"
+#include "process.h"
+#include "usage.h"
+
+struct group {
+	char path[PATH_MAX];		/* the cgroup, relative to the v2 mount */
+	struct container_id ct;
+	bool is_ct;
+	unsigned int procs, threads;
+	char names[128];		/* "python3 412, gunicorn 513, ..." */
+	UT_hash_handle hh;
+};
+
+static const struct argp_option options[] = {
+	{},
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	(void)state;
+	if (key == ARGP_KEY_ARG)
+		usage_error("unexpected argument '%s'", arg);
+	return ARGP_ERR_UNKNOWN;
+}
+
+static unsigned int count_threads(pid_t pid)
+{
+	char p[64];
+	struct dirent *d;
+	unsigned int n = 0;
+	DIR *dir;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	dir = opendir(p);
+	while (dir && (d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+static void add(struct group **groups, pid_t pid, const char *path)
+{
+	char comm[32] = "?", p[64];
+	struct group *g;
+	size_t o;
+	FILE *f;
+
+	HASH_FIND_STR(*groups, path, g);
+	if (!g) {
+		g = calloc(1, sizeof(*g));
+		if (!g)
+			return;
+		snprintf(g->path, sizeof(g->path), "%s", path);
+		g->is_ct = container__parse(path, &g->ct);
+		HASH_ADD_STR(*groups, path, g);
+	}
+	g->procs++;
+	g->threads += count_threads(pid);
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	f = fopen(p, "re");
+	if (f && fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = 0;
+	if (f)
+		fclose(f);
+	o = strlen(g->names);
+	if (g->procs <= 3)
+		snprintf(g->names + o, sizeof(g->names) - o, "%s%s %d",
+			 o ? ", " : "", comm, pid);
+	else if (g->procs == 4)
+		snprintf(g->names + o, sizeof(g->names) - o, ", ...");
+}
+
+static int by_path(struct group *a, struct group *b)
+{
+	if (a->is_ct != b->is_ct)
+		return a->is_ct ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+static void print(struct group *groups)
+{
+	struct group *g, *tmp;
+
+	printf("%-12s  %-36s  %5s  %7s  %-40s  %s\n", "CONTAINER", "POD", "PROCS",
+	       "THREADS", "CGROUP", "PYTHON PROCESSES");
+	HASH_SORT(groups, by_path);
+	HASH_ITER(hh, groups, g, tmp) {
+		printf("%-12.12s  %-36s  %5u  %7u  %-40s  %s\n",
+		       g->is_ct ? g->ct.id : "-",
+		       g->is_ct && g->ct.pod[0] ? g->ct.pod : "-", g->procs,
+		       g->threads, g->path, g->names);
+	}
+}
+
+int cmd_containers(int argc, char **argv)
+{
+	const struct argp argp = { options, parse_opt, "",
+				   "List the containers and cgroups with Python "
+				   "processes now, with counts: what to give "
+				   "record --container or --cgroup.",
+				   NULL, NULL, NULL };
+	struct interp_cache *cache;
+	struct group *groups = NULL, *g, *tmp;
+	char mnt[PATH_MAX], path[PATH_MAX], err[256];
+	struct pyproc_info info;
+	struct dirent *d;
+	unsigned int n = 0;
+	DIR *dir;
+	long pid;
+	char *end;
+
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+		return 2;
+	if (cgroup__v2_mount(mnt, sizeof(mnt))) {
+		fprintf(stderr, "pysight: this host has no cgroup v2 hierarchy "
+				"mounted: containers are found by their v2 cgroups\n");
+		return 1;
+	}
+	cache = interp_cache__new();
+	dir = opendir("/proc");
+	if (!cache || !dir) {
+		fprintf(stderr, "pysight: failed to read /proc: %s\n",
+			strerror(errno));
+		interp_cache__free(cache);
+		if (dir)
+			closedir(dir);
+		return 1;
+	}
+	while ((d = readdir(dir))) {
+		pid = strtol(d->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		if (process__inspect(cache, (pid_t)pid, &info, err, sizeof(err)))
+			continue;
+		process__release(&info);
+		if (!cgroup__path_of_pid((pid_t)pid, path, sizeof(path))) {
+			add(&groups, (pid_t)pid, path);
+			n++;
+		}
+	}
+	closedir(dir);
+	interp_cache__free(cache);
+	if (!n)
+		printf("no Python processes found%s\n", geteuid() ?
+		       " (run as root to see other users' processes)" : "");
+	else
+		print(groups);
+	HASH_ITER(hh, groups, g, tmp) {
+		HASH_DEL(groups, g);
+		free(g);
+	}
+	return 0;
+}
