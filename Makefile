@@ -12,27 +12,35 @@ CFLAGS ?= -O2 -g
 VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
-INCLUDES := -I$(OUTPUT) -Ibpf -Iuser
-LIBS := -lbpf -lelf -lz -lcap
+INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -Ibpf -Iuser
+LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
-	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev
+	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
+	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
+	    golang-github-google-pprof-dev
 
 USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o
+# pprof's message types, generated from the profile.proto Debian ships
+PPROF_PROTO := /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
+PPROF_GEN := $(OUTPUT)/pprof/profile.pb-c.c
 # what runs without BPF or root: the unit tests link these.  The
 # collector's sampler is linked too, for its skeleton's symbols; an
 # offline collector never loads it.
-LIB_SRCS := user/arena.c user/cgroup.c user/collector.c user/container.c \
-	    user/elffile.c \
+LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
+	    user/container.c user/elffile.c \
 	    user/filename.c \
 	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
-	    user/process.c user/profile.c user/read_folded.c user/reader.c \
+	    user/process.c user/profile.c user/read_folded.c \
+	    user/read_pprof.c user/read_speedscope.c user/reader.c \
 	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
 	    user/tally.c \
-	    user/writer.c user/write_folded.c
+	    user/writer.c user/write_folded.c user/write_pprof.c \
+	    user/write_speedscope.c user/write_svg.c \
+	    $(PPROF_GEN)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -72,6 +80,19 @@ $(OUTPUT)/pysight.skel.h: $(OUTPUT)/pysight.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 $(OUTPUT)/sampler.o: $(OUTPUT)/pysight.skel.h
+
+$(PPROF_GEN): $(PPROF_PROTO) | $(OUTPUT)
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(OUTPUT)/pprof
+	$(Q)protoc-c --c_out=$(OUTPUT)/pprof -I$(dir $(PPROF_PROTO)) $(PPROF_PROTO)
+
+$(OUTPUT)/pprof/profile.pb-c.h: $(PPROF_GEN)
+
+$(OUTPUT)/profile.pb-c.o: $(PPROF_GEN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(OUTPUT)/write_pprof.o $(OUTPUT)/read_pprof.o: $(PPROF_GEN)
 
 $(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)
 	$(call msg,CC,$@)

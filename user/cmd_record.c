@@ -26,13 +26,15 @@
 #include "writer.h"
 
 #define MAX_PIDS	256
+#define MAX_OUTPUTS	4
 #define DEFAULT_RATE	100
 #define MAX_RATE	10000
 
 struct record_opts {
 	unsigned int rate;
 	double duration;		/* seconds, 0 = until stopped */
-	const char *output;
+	const char *outputs[MAX_OUTPUTS];	/* -o, repeatable */
+	int noutputs;
 	const char *format;
 	pid_t pids[MAX_PIDS];
 	int npids;
@@ -81,7 +83,7 @@ enum {
 };
 
 static const struct argp_option options[] = {
-	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default pysight-DATE.folded)", 0 },
+	{ "output", 'o', "FILE", 0, "Write the profile to FILE, in the format its extension names (default pysight-DATE.folded; repeatable)", 0 },
 	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else folded)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
@@ -117,7 +119,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'o':
-		o->output = arg;
+		if (o->noutputs == MAX_OUTPUTS)
+			bad_value("--output", arg, "at most 4 outputs");
+		o->outputs[o->noutputs++] = arg;
 		break;
 	case 'f':
 		if (!writer__find(arg)) {
@@ -382,7 +386,7 @@ static void print_breakdown(struct profile *p)
 	free(pt);
 }
 
-static void summary(struct record *r, double secs, const char *path, int werr)
+static void summary(struct record *r, double secs)
 {
 	struct profile *p = collector__profile(r->col);
 	struct collector_stats st;
@@ -439,12 +443,6 @@ static void summary(struct record *r, double secs, const char *path, int werr)
 	if (st.first_error)
 		fprintf(stderr, "pysight: some processes were skipped: %s\n",
 			st.first_error);
-	if (werr)
-		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
-			strerror(-werr));
-	else
-		fprintf(stderr, "pysight: wrote %u stacks to %s\n",
-			profile__nstacks(p), path);
 }
 
 static int add_pids(struct record *r)
@@ -593,20 +591,83 @@ static void wait_command(struct record *r, int err)
 	}
 }
 
-static const struct writer *pick_writer(struct record *r)
+/* What was recorded, for titles: the command line or the pids. */
+static void describe(struct record *r, struct profile_meta *m)
+{
+	struct timespec ts;
+	size_t o = 0;
+	int i;
+
+	m->target[0] = 0;
+	for (i = 0; r->o.command && r->o.command[i] && o < sizeof(m->target); i++)
+		o += snprintf(m->target + o, sizeof(m->target) - o, "%s%s",
+			      i ? " " : "", r->o.command[i]);
+	for (i = 0; i < r->o.npids && o < sizeof(m->target); i++)
+		o += snprintf(m->target + o, sizeof(m->target) - o, "%s%d",
+			      i ? "," : "pid ", r->o.pids[i]);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->start_unix_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The format of output i: -f's, else the one its extension names, else
+ * an error listing the choices. */
+static const struct writer *writer_of(struct record *r, int i)
+{
+	const char *path = r->o.outputs[i], *base = strrchr(path, '/');
+	const struct writer *w;
+	char names[128];
+
+	if (r->o.format)
+		return writer__find(r->o.format);
+	w = writer__for_path(path);
+	if (w)
+		return w;
+	/* a name without an extension is plain text, folded */
+	base = base ? base + 1 : path;
+	if (!strchr(base, '.'))
+		return &writer_folded;
+	fprintf(stderr, "pysight: cannot tell the format of %s from its extension; "
+		"give -f (%s) or name it .folded, .txt, .json, .pb.gz, .pprof or .svg\n",
+		path, writer__names(names, sizeof(names)));
+	exit(2);
+}
+
+static void pick_writers(struct record *r, const struct writer **w)
 {
 	time_t t = time(NULL);
 	struct tm tm;
+	int i;
 
-	if (!r->o.output) {
+	if (!r->o.noutputs) {
 		localtime_r(&t, &tm);
 		strftime(r->default_output, sizeof(r->default_output),
 			 "pysight-%Y%m%d-%H%M%S.folded", &tm);
-		r->o.output = r->default_output;
+		r->o.outputs[r->o.noutputs++] = r->default_output;
 	}
-	if (r->o.format)
-		return writer__find(r->o.format);
-	return writer__for_path(r->o.output);
+	if (r->o.format && r->o.noutputs > 1)
+		usage_error("-f names the format of one -o; with several, each one's extension does");
+	for (i = 0; i < r->o.noutputs; i++)
+		w[i] = writer_of(r, i);
+}
+
+/* Every output, whatever became of the others; the first error. */
+static int write_outputs(struct record *r, const struct writer **w,
+			 const struct write_opts *wo)
+{
+	struct profile *p = collector__profile(r->col);
+	int i, err, first = 0;
+
+	for (i = 0; i < r->o.noutputs; i++) {
+		err = writer__write_file(w[i], p, wo, r->o.outputs[i]);
+		if (err)
+			fprintf(stderr, "pysight: failed to write %s: %s\n",
+				r->o.outputs[i], strerror(-err));
+		else
+			fprintf(stderr, "pysight: wrote %u stacks to %s (%s)\n",
+				profile__nstacks(p), r->o.outputs[i], w[i]->name);
+		first = first ?: err;
+	}
+	return first;
 }
 
 int cmd_record(int argc, char **argv)
@@ -615,7 +676,7 @@ int cmd_record(int argc, char **argv)
 				   NULL, NULL, NULL };
 	struct record r = { .o = { .rate = DEFAULT_RATE } };
 	struct write_opts wo = {};
-	const struct writer *w;
+	const struct writer *w[MAX_OUTPUTS];
 	int go_fd = -1, err_fd = -1, err;
 	double start;
 
@@ -637,7 +698,7 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	if (r.o.command && r.o.npids)
 		usage_error("give -p or a command, not both");
-	w = pick_writer(&r);
+	pick_writers(&r, w);
 	memcpy(wo.groups, r.o.groups, sizeof(wo.groups));
 	wo.ngroups = r.o.ngroups;
 	if (r.o.threads && labels__parse_group("thread", wo.groups, &wo.ngroups))
@@ -665,13 +726,16 @@ int cmd_record(int argc, char **argv)
 		r.o.npids ? "the given processes" : "all Python processes",
 		r.o.rate, mode_note[r.o.mode]);
 	start = clock__now_s();
+	describe(&r, profile__meta(collector__profile(r.col)));
 	run_loop(&r);
 	err = collector__finish(r.col);
 	if (err)
 		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
 			strerror(-err));
-	err = writer__write_file(w, collector__profile(r.col), &wo, r.o.output);
-	summary(&r, clock__now_s() - start, r.o.output, err);
+	profile__meta(collector__profile(r.col))->duration_s =
+		clock__now_s() - start;
+	summary(&r, clock__now_s() - start);
+	err = write_outputs(&r, w, &wo);
 
 cleanup:
 	if (go_fd >= 0)

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "collapse.h"
 #include "commands.h"
 #include "reader.h"
 #include "tally.h"
@@ -15,10 +17,15 @@
 struct report_opts {
 	int top;
 	const char *path;
+	struct tally_opts tally;
+	struct collapse collapse;
 };
 
 static const struct argp_option options[] = {
 	{ "top", 'n', "N", 0, "Show the N hottest frames (default 20)", 0 },
+	{ "by", 'b', "WHAT", 0, "What a row is: line (default), function or file", 0 },
+	{ "process", 'p', "PID|NAME", 0, "Only this process", 0 },
+	{ "thread", 't', "TID|NAME", 0, "Only this thread", 0 },
 	{},
 };
 
@@ -29,11 +36,26 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	long n;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &r->collapse;
+		break;
 	case 'n':
 		n = strtol(arg, &end, 10);
 		if (*end || n < 1 || n > 100000)
 			bad_value("--top", arg, "expected an integer from 1 to 100000");
 		r->top = (int)n;
+		break;
+	case 'b':
+		if (tally__parse_by(arg, &r->tally.by))
+			bad_value("--by", arg, "expected line, function or file");
+		break;
+	case 'p':
+	case 't':
+		if (tally__parse_label(arg, key == 'p' ? &r->tally.pid :
+				       &r->tally.tid, key == 'p' ?
+				       &r->tally.process : &r->tally.thread))
+			bad_value(key == 'p' ? "--process" : "--thread", arg,
+				  "expected an id or a name");
 		break;
 	case ARGP_KEY_ARG:
 		if (r->path)
@@ -42,12 +64,38 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!r->path)
-			usage_error("which profile? (a folded file)");
+			usage_error("which profile? (folded, speedscope or pprof)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* Colour only for a person at a terminal that has it. */
+static bool use_colour(void)
+{
+	const char *term = getenv("TERM");
+
+	return isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term &&
+	       strcmp(term, "dumb");
+}
+
+/* What the profile is: "mode wall, time in ns, from a pprof file; TARGET". */
+static void print_header(struct profile *p)
+{
+	const struct profile_meta *m = profile__meta(p);
+
+	printf("mode %s, %s", profile__mode_name(m->mode),
+	       profile__unit(p) == UNIT_SAMPLES ? "samples" : "time");
+	if (m->rate_hz)
+		printf(" at %u Hz", m->rate_hz);
+	if (m->duration_s > 0)
+		printf(" over %.1f s", m->duration_s);
+	printf(", read from a %s file", m->format ? m->format : "profile");
+	if (m->target[0])
+		printf("; %s", m->target);
+	printf("\n");
 }
 
 /* What the total is: "77 samples", or time with its split by cause. */
@@ -67,27 +115,41 @@ static void print_total(const struct profile *p, const struct tally *t)
 	printf(")\n");
 }
 
+static const char *heat(double pct, bool colour)
+{
+	if (!colour)
+		return "";
+	return pct >= 10 ? "\033[1;31m" : pct >= 3 ? "\033[33m" : "";
+}
+
 static void print_table(const struct profile *p, const struct tally *t,
 			int top)
 {
+	bool colour = use_colour();
+	const char *off = colour ? "\033[0m" : "";
 	size_t i;
 
-	printf("%7s %7s  %s\n", "self%", "total%", "frame");
-	for (i = 0; i < t->n && i < (size_t)top; i++)
-		printf("%6.1f%% %6.1f%%  %s\n",
-		       100.0 * t->rows[i].self / t->total,
-		       100.0 * t->rows[i].total / t->total, t->rows[i].text);
+	printf("%s%7s %7s  %s%s\n", colour ? "\033[1m" : "", "self%",
+	       "total%", "frame", off);
+	for (i = 0; i < t->n && i < (size_t)top; i++) {
+		double self = 100.0 * t->rows[i].self / t->total;
+
+		printf("%s%6.1f%%%s %6.1f%%  %s\n", heat(self, colour), self,
+		       off, 100.0 * t->rows[i].total / t->total,
+		       t->rows[i].text);
+	}
 	print_total(p, t);
 }
 
 int cmd_report(int argc, char **argv)
 {
+	const struct argp_child children[] = { { &collapse__argp, 0, NULL, 0 },
+					       {} };
 	const struct argp argp = { options, parse_opt, "PROFILE",
-				   "Show the hottest frames of a profile.",
-				   NULL, NULL, NULL };
-	struct report_opts r = { .top = 20 };
-	struct tally_opts to = { .by = BY_LINE };
-	struct profile *p = NULL;
+				   "Show the hottest frames of a profile: folded, speedscope or pprof.",
+				   children, NULL, NULL };
+	struct report_opts r = { .top = 20, .tally = { .by = BY_LINE } };
+	struct profile *p = NULL, *shown;
 	struct tally t;
 	char err[512] = "";
 	int ret;
@@ -98,20 +160,28 @@ int cmd_report(int argc, char **argv)
 	ret = reader__load(r.path, &p, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "pysight: %s\n", err);
+		collapse__free(&r.collapse);
 		return 1;
 	}
-	ret = tally__build(p, &to, &t);
+	ret = collapse__apply(&r.collapse, p, &shown);
+	if (!ret)
+		ret = tally__build(shown, &r.tally, &t);
 	if (ret) {
 		fprintf(stderr, "pysight: failed to read %s: %s\n", r.path,
 			strerror(-ret));
-		profile__free(p);
-		return 1;
+	} else {
+		print_header(shown);
+		if (!t.total)
+			printf("%s: no samples%s\n", r.path,
+			       r.tally.pid || r.tally.tid || r.tally.process ||
+			       r.tally.thread ? " for that process or thread" : "");
+		else
+			print_table(shown, &t, r.top);
+		tally__free(&t);
 	}
-	if (!t.total)
-		printf("%s: no samples\n", r.path);
-	else
-		print_table(p, &t, r.top);
-	tally__free(&t);
+	if (shown != p)
+		profile__free(shown);
 	profile__free(p);
-	return 0;
+	collapse__free(&r.collapse);
+	return ret ? 1 : 0;
 }

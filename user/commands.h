@@ -5,6 +5,7 @@
 /* One entry point per subcommand, each in its own cmd_NAME.c. */
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_containers(int argc, char **argv);
 
 #endif /* __PYSIGHT_COMMANDS_H */

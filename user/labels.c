@@ -253,3 +253,88 @@ int labels__parse(char *s, bool at_root, struct parsed_frame *f,
 	parse_frame(s, f);
 	return LABEL_FRAME;
 }
+
+size_t labels__thread_title(const struct pthread *t, const struct pcgroup *c,
+			    char *buf, size_t len)
+{
+	int n, m = 0;
+
+	if (t && (t->pid || t->tid))
+		n = snprintf(buf, len, "%s %d / %s %d",
+			     t->process ? t->process : "?", t->pid,
+			     t->name ? t->name : "?", t->tid);
+	else
+		n = snprintf(buf, len, "all threads");
+	if (n < 0 || (size_t)n >= len)
+		return fit(n, len);
+	if (c && c->container)
+		m = snprintf(buf + n, len - n, " [container %s]", c->container);
+	else if (c && c->path)
+		m = snprintf(buf + n, len - n, " [cgroup %s]", c->path);
+	return fit(n + (m > 0 ? m : 0), len);
+}
+
+/* " [container ID]" or " [cgroup PATH]" at the end of s, cut off. */
+static void parse_title_cgroup(char *s, struct parsed_labels *lab)
+{
+	size_t len = strlen(s);
+	char *open;
+
+	if (!len || s[len - 1] != ']')
+		return;
+	open = strstr(s, " [container ");
+	if (open && !strchr(open + 12, ' ')) {
+		s[len - 1] = 0;
+		lab->container = open + 12;
+		*open = 0;
+		return;
+	}
+	open = strstr(s, " [cgroup ");
+	if (open) {
+		s[len - 1] = 0;
+		lab->cgroup = open + 9;
+		*open = 0;
+	}
+}
+
+/* "NAME ID" with a decimal id after the last space: the id, and the name
+ * cut off; -1 when s is not like that. */
+static int name_and_id(char *s, const char **name)
+{
+	char *sp = strrchr(s, ' '), *end;
+	int id;
+
+	if (!sp)
+		return -1;
+	id = parse_pid(sp + 1, &end);
+	if (id < 0 || *end)
+		return -1;
+	*sp = 0;
+	*name = s;
+	return id;
+}
+
+bool labels__parse_title(char *s, struct parsed_labels *lab)
+{
+	char *sep;
+
+	memset(lab, 0, sizeof(*lab));
+	parse_title_cgroup(s, lab);
+	/* names may hold " / " too: the split is where both halves end in ids */
+	for (sep = strstr(s, " / "); sep; sep = strstr(sep + 1, " / ")) {
+		char *right = sep + 3, *sp1 = strrchr(right, ' '), *sp0;
+
+		*sep = 0;
+		sp0 = strrchr(s, ' ');
+		if (sp0 && sp1 && sp1[1] >= '0' && sp1[1] <= '9' &&
+		    sp0[1] >= '0' && sp0[1] <= '9') {
+			lab->pid = name_and_id(s, &lab->process);
+			lab->tid = name_and_id(right, &lab->thread);
+			if (lab->pid > 0 && lab->tid > 0)
+				return true;
+		}
+		*sep = ' ';
+	}
+	memset(lab, 0, sizeof(*lab));
+	return false;
+}

@@ -56,4 +56,12 @@ enum { LABEL_FRAME = 0, LABEL_ROOT, LABEL_KIND };
 int labels__parse(char *s, bool at_root, struct parsed_frame *f,
 		  struct parsed_labels *lab, int *kind);
 
+/* A thread's title, as speedscope lists profiles: "python3 812 / worker
+ * 815", with " [container ID]" or " [cgroup PATH]" when known; "all
+ * threads" when the entry has no thread. */
+size_t labels__thread_title(const struct pthread *t, const struct pcgroup *c,
+			    char *buf, size_t len);
+/* Read a title back into lab (s is modified); false when it is not one. */
+bool labels__parse_title(char *s, struct parsed_labels *lab);
+
 #endif /* __PYSIGHT_LABELS_H */

@@ -456,6 +456,18 @@ const char *profile__kind_frame(int kind)
 	return kind > 0 && kind < KIND__MAX ? kind_frames[kind] : NULL;
 }
 
+int pentry__cause_at(const struct pentry *e)
+{
+	unsigned int i;
+
+	if (!profile__kind_frame(e->kind))
+		return -1;
+	for (i = 0; i < e->stack->n; i++)
+		if (e->stack->frames[i]->kind == PFRAME_KERNEL)
+			break;
+	return (int)i;
+}
+
 int profile__kind_of_frame(const char *text)
 {
 	int k;

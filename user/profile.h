@@ -90,6 +90,7 @@ struct profile_meta {
 	double duration_s;		/* 0 when unknown */
 	uint64_t start_unix_ns;		/* wall-clock start, 0 when unknown */
 	char target[256];		/* the command, the pids, or "" for all */
+	const char *format;		/* the file it was read from: "pprof" */
 };
 
 struct profile;
@@ -138,6 +139,11 @@ unsigned int profile__nentries(const struct profile *p);
 /* Distinct threads and processes with weight. */
 unsigned int profile__nthreads(const struct profile *p);
 unsigned int profile__nprocs(const struct profile *p);
+
+/* Where the off-CPU cause's pseudo-frame goes in an entry's stack: the
+ * index of the first kernel frame (under the Python frames, above the
+ * kernel's), or n when there are none; -1 for on-CPU entries. */
+int pentry__cause_at(const struct pentry *e);
 
 /* "cpu", "sleep", ... and the pseudo-frame that ends an off-CPU stack:
  * "[off-cpu: sleep]", "[runqueue]"; NULL for KIND_CPU. */

@@ -2,15 +2,155 @@
 /* Which reader a file wants, by its first bytes rather than its name. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "labels.h"
 #include "reader.h"
+
+/* Files larger than this are refused rather than read into memory. */
+#define MAX_FILE	(1ULL << 30)
+
+int reader__slurp(FILE *f, size_t max, uint8_t **out, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0, got;
+	uint8_t *buf = malloc(cap + 1), *nb;
+
+	if (!buf)
+		return -ENOMEM;
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n < cap)
+			continue;
+		if (cap >= max) {
+			free(buf);
+			return -EFBIG;
+		}
+		cap = cap * 2 > max ? max : cap * 2;
+		nb = realloc(buf, cap + 1);
+		if (!nb) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nb;
+	}
+	if (ferror(f)) {
+		free(buf);
+		return -EIO;
+	}
+	buf[n] = 0;	/* text readers may treat it as a string */
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int reader__push(struct profile *p, struct stack_build *b, const char *name,
+		 const char *file, int line, int firstline)
+{
+	int kind = PFRAME_OTHER, cause;
+
+	if (!name)
+		name = "";
+	if (!file || !*file) {
+		cause = profile__kind_of_frame(name);
+		if (cause > 0) {
+			b->kind = cause;
+			return 0;
+		}
+		file = NULL;
+		if (name[0] == '[' && name[strlen(name) - 1] == ']')
+			kind = PFRAME_PSEUDO;
+	} else if (!strcmp(file, READER_KERNEL_FILE)) {
+		kind = PFRAME_KERNEL;
+		file = NULL;
+	} else {
+		kind = PFRAME_PYTHON;
+	}
+	if (line < 0 || line >= (1 << 30))
+		line = 0;
+	if (firstline < 0 || firstline >= (1 << 30))
+		firstline = 0;
+	if (b->n == READER_MAX_DEPTH)
+		return -E2BIG;
+	b->frames[b->n] = profile__frame(p, name, file, line, firstline, kind);
+	return b->frames[b->n++] ? 0 : -ENOMEM;
+}
+
+int reader__add(struct profile *p, const struct stack_build *b,
+		const struct parsed_labels *lab, uint64_t count,
+		uint64_t weight)
+{
+	static const struct parsed_labels none;
+	const struct pthread *t = NULL;
+	const struct pcgroup *c = NULL;
+	const struct pstack *s;
+	bool has_thread, has_cgroup;
+
+	if (!lab)
+		lab = &none;
+	has_thread = lab->pid || lab->tid;
+	has_cgroup = lab->cgroup || lab->container;
+	if (!b->n && b->kind == KIND_CPU)
+		return -EINVAL;
+	s = profile__stack(p, b->frames, b->n);
+	if (has_thread)
+		t = profile__thread(p, lab->pid, lab->ns_pid, lab->tid,
+				    lab->process, lab->thread);
+	if (has_cgroup)
+		c = profile__cgroup(p, 0, lab->cgroup,
+				    lab->container && *lab->container ?
+					    lab->container : NULL,
+				    lab->pod);
+	if (!s || (has_thread && !t) || (has_cgroup && !c))
+		return -ENOMEM;
+	return profile__add(p, s, t, c, b->kind, count, weight);
+}
+
+/* The mode a profile without one is in: time with on-CPU weight is wall. */
+static void infer_mode(struct profile *p)
+{
+	struct profile_meta *m = profile__meta(p);
+
+	if (m->mode != MODE_CPU || profile__unit(p) == UNIT_SAMPLES)
+		return;
+	m->mode = profile__total_kind(p, KIND_CPU) ? MODE_WALL : MODE_OFF;
+}
+
+enum format { FMT_FOLDED, FMT_PPROF, FMT_SPEEDSCOPE };
+
+static const char *const format_names[] = {
+	[FMT_FOLDED] = "folded",
+	[FMT_PPROF] = "pprof",
+	[FMT_SPEEDSCOPE] = "speedscope",
+};
+
+static enum format sniff(FILE *f)
+{
+	unsigned char head[2] = {};
+	int c;
+
+	if (fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b) {
+		rewind(f);
+		return FMT_PPROF;
+	}
+	rewind(f);
+	while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
+		;
+	rewind(f);
+	if (c == '{')
+		return FMT_SPEEDSCOPE;
+	/* field 1 of a Profile, length-delimited: an uncompressed pprof */
+	if (c == 0x0a)
+		return FMT_PPROF;
+	return FMT_FOLDED;
+}
 
 int reader__load(const char *path, struct profile **out, char *err,
 		 size_t errlen)
 {
 	char why[256] = "";
+	enum format fmt;
 	struct stat st;
 	FILE *f;
 	int ret;
@@ -27,10 +167,35 @@ int reader__load(const char *path, struct profile **out, char *err,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		return -EINVAL;
 	}
-	ret = read_folded(f, out, why, sizeof(why));
+	if ((unsigned long long)st.st_size > MAX_FILE) {
+		fclose(f);
+		snprintf(err, errlen, "%s: larger than 1 GiB", path);
+		return -EFBIG;
+	}
+	if (!st.st_size) {
+		fclose(f);
+		snprintf(err, errlen, "%s: empty file", path);
+		return -EINVAL;
+	}
+	fmt = sniff(f);
+	switch (fmt) {
+	case FMT_PPROF:
+		ret = read_pprof(f, MAX_FILE, out, why, sizeof(why));
+		break;
+	case FMT_SPEEDSCOPE:
+		ret = read_speedscope(f, MAX_FILE, out, why, sizeof(why));
+		break;
+	default:
+		ret = read_folded(f, out, why, sizeof(why));
+		break;
+	}
 	fclose(f);
-	if (ret)
-		snprintf(err, errlen, "%s is not a folded profile: %s", path,
-			 why[0] ? why : strerror(-ret));
-	return ret;
+	if (ret) {
+		snprintf(err, errlen, "%s is not a %s profile: %s", path,
+			 format_names[fmt], why[0] ? why : strerror(-ret));
+		return ret;
+	}
+	profile__meta(*out)->format = format_names[fmt];
+	infer_mode(*out);
+	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Reading profiles back into the model: for report, and later diff. */
+/* Reading profiles back into the model: for report and diff. */
 #ifndef __PYSIGHT_READER_H
 #define __PYSIGHT_READER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "profile.h"
 
@@ -19,5 +20,42 @@ int reader__load(const char *path, struct profile **out, char *err,
  * holds microseconds) when the stacks name off-CPU causes, else samples.
  * -EINVAL with "line N: why" in err. */
 int read_folded(FILE *f, struct profile **out, char *err, size_t errlen);
+
+/* A gzip-compressed (or plain) perftools.profiles.Profile, at most max
+ * bytes either way.  -EINVAL with "byte N: why" or "sample N: why". */
+int read_pprof(FILE *f, size_t max, struct profile **out, char *err,
+	       size_t errlen);
+
+/* A speedscope document of sampled profiles.  -EINVAL with "byte N: why"
+ * for bad JSON, "profiles[2].samples[7]: why" for a bad document. */
+int read_speedscope(FILE *f, size_t max, struct profile **out, char *err,
+		    size_t errlen);
+
+/*
+ * What the structured readers share: a stack built root first from
+ * (name, file, line) frames, where a kernel frame has the file "[kernel]"
+ * and an off-CPU pseudo-frame sets the kind, then added with its labels.
+ */
+#define READER_MAX_DEPTH	4096
+#define READER_KERNEL_FILE	"[kernel]"
+
+struct stack_build {
+	const struct pframe *frames[READER_MAX_DEPTH];
+	unsigned int n;
+	int kind;		/* enum sample_kind */
+};
+
+/* -E2BIG past READER_MAX_DEPTH frames, -ENOMEM. */
+int reader__push(struct profile *p, struct stack_build *b, const char *name,
+		 const char *file, int line, int firstline);
+/* Add the stack with these labels (parsed_labels of labels.h, may be
+ * NULL); -ENOMEM, -EINVAL when the stack is empty. */
+struct parsed_labels;
+int reader__add(struct profile *p, const struct stack_build *b,
+		const struct parsed_labels *lab, uint64_t count,
+		uint64_t weight);
+
+/* All of f, NUL-terminated, at most max bytes: -EFBIG beyond. */
+int reader__slurp(FILE *f, size_t max, uint8_t **out, size_t *len);
 
 #endif /* __PYSIGHT_READER_H */

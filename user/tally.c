@@ -136,6 +136,12 @@ static bool wanted(const struct pentry *e, const struct tally_opts *o)
 		return false;
 	if (o->tid && (!e->thread || e->thread->tid != o->tid))
 		return false;
+	if (o->process && (!e->thread || !e->thread->process ||
+			   strcmp(e->thread->process, o->process)))
+		return false;
+	if (o->thread && (!e->thread || !e->thread->name ||
+			  strcmp(e->thread->name, o->thread)))
+		return false;
 	return true;
 }
 
@@ -228,4 +234,37 @@ void tally__free(struct tally *t)
 		free(t->rows[i].text);
 	free(t->rows);
 	memset(t, 0, sizeof(*t));
+}
+
+int tally__parse_by(const char *s, int *by)
+{
+	static const char *const names[] = {
+		[BY_LINE] = "line", [BY_FUNCTION] = "function", [BY_FILE] = "file",
+	};
+	int i;
+
+	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
+		if (!strcmp(s, names[i])) {
+			*by = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int tally__parse_label(const char *s, pid_t *id, const char **name)
+{
+	char *end;
+	long v;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*end && !errno && v > 0 && v < (1L << 30)) {
+		*id = (pid_t)v;
+		return 0;
+	}
+	*name = s;
+	return 0;
 }

@@ -21,7 +21,14 @@ struct tally_opts {
 	int by;			/* enum tally_by */
 	pid_t pid;		/* only this process, when not 0 */
 	pid_t tid;		/* only this thread, when not 0 */
+	const char *process;	/* only processes of this name, when set */
+	const char *thread;	/* only threads of this name, when set */
 };
+
+/* "line", "function", "file"; -EINVAL. */
+int tally__parse_by(const char *s, int *by);
+/* A number is an id, anything else a name; -EINVAL for "". */
+int tally__parse_label(const char *s, pid_t *id, const char **name);
 
 struct tally_row {
 	char *text;		/* how the row reads */

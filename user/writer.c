@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,9 @@
 
 static const struct writer *const writers[] = {
 	&writer_folded,
+	&writer_speedscope,
+	&writer_pprof,
+	&writer_svg,
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))
@@ -26,16 +30,24 @@ const struct writer *writer__find(const char *name)
 	return NULL;
 }
 
+/* Does path end in "." ext? */
+static bool has_ext(const char *path, const char *ext)
+{
+	size_t lp = strlen(path), le = strlen(ext);
+
+	return lp > le + 1 && path[lp - le - 1] == '.' &&
+	       !strcasecmp(path + lp - le, ext);
+}
+
 const struct writer *writer__for_path(const char *path)
 {
-	const char *dot = strrchr(path, '.');
 	size_t i, e;
 
-	for (i = 0; dot && i < NWRITERS; i++)
+	for (i = 0; i < NWRITERS; i++)
 		for (e = 0; e < WRITER_EXTS && writers[i]->exts[e]; e++)
-			if (!strcmp(writers[i]->exts[e], dot + 1))
+			if (has_ext(path, writers[i]->exts[e]))
 				return writers[i];
-	return &writer_folded;
+	return NULL;
 }
 
 const char *writer__names(char *buf, size_t len)
@@ -49,8 +61,8 @@ const char *writer__names(char *buf, size_t len)
 	return buf;
 }
 
-int writer__write_file(const struct writer *w, struct profile *p,
-		       const struct write_opts *o, const char *path)
+int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
+		   void *ctx)
 {
 	char tmp[PATH_MAX];
 	FILE *f;
@@ -71,7 +83,7 @@ int writer__write_file(const struct writer *w, struct profile *p,
 		unlink(tmp);
 		return err;
 	}
-	err = w->write(p, o, f);
+	err = fn(ctx, f);
 	if (fflush(f) && !err)
 		err = -errno;
 	if (fsync(fileno(f)) && !err)
@@ -83,4 +95,25 @@ int writer__write_file(const struct writer *w, struct profile *p,
 	if (err)
 		unlink(tmp);
 	return err;
+}
+
+struct one_profile {
+	const struct writer *w;
+	struct profile *p;
+	const struct write_opts *o;
+};
+
+static int write_one(void *ctx, FILE *f)
+{
+	struct one_profile *op = ctx;
+
+	return op->w->write(op->p, op->o, f);
+}
+
+int writer__write_file(const struct writer *w, struct profile *p,
+		       const struct write_opts *o, const char *path)
+{
+	struct one_profile op = { w, p, o };
+
+	return writer__atomic(path, write_one, &op);
 }

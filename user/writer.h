@@ -23,10 +23,18 @@ struct writer {
 };
 
 extern const struct writer writer_folded;
+extern const struct writer writer_speedscope;
+extern const struct writer writer_pprof;
+extern const struct writer writer_svg;
+
+/* A differential flame graph: AFTER's widths, red where a frame's share
+ * grew since BEFORE, blue where it shrank. */
+int svg__write_diff(struct profile *before, struct profile *after,
+		    const struct write_opts *o, FILE *f);
 
 /* By -f name; NULL when unknown. */
 const struct writer *writer__find(const char *name);
-/* By the output file's extension; folded when nothing matches. */
+/* By the output file's extension; NULL when none matches. */
 const struct writer *writer__for_path(const char *path);
 /* "folded, speedscope, ...": the -f choices, for errors. */
 const char *writer__names(char *buf, size_t len);
@@ -37,5 +45,9 @@ const char *writer__names(char *buf, size_t len);
  */
 int writer__write_file(const struct writer *w, struct profile *p,
 		       const struct write_opts *o, const char *path);
+
+/* The same for any writing function: fn's error, or the file's. */
+int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
+		   void *ctx);
 
 #endif /* __PYSIGHT_WRITER_H */
