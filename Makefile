@@ -124,7 +124,24 @@ $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(Q)$(OUTPUT)/venv/bin/pip install -q -r tests/requirements.txt
 	$(Q)touch $@
 
-integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done
+# Test-only tools from the registries: speedscope's schema (npm) and
+# inferno, the Rust FlameGraph, which must read our folded output.
+NODE_PKGS := speedscope@1.25.0
+INFERNO_VERSION := 0.12.8
+CARGO ?= $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
+
+$(OUTPUT)/node/.done: Makefile | $(OUTPUT)
+	$(call msg,NPM,$(NODE_PKGS))
+	$(Q)mkdir -p $(OUTPUT)/node
+	$(Q)npm install --prefix $(OUTPUT)/node --no-audit --no-fund --silent $(NODE_PKGS)
+	$(Q)touch $@
+
+$(OUTPUT)/cargo/bin/inferno-flamegraph: | $(OUTPUT)
+	$(call msg,CARGO,inferno $(INFERNO_VERSION))
+	$(Q)$(CARGO) install --quiet --locked inferno@$(INFERNO_VERSION) --root $(OUTPUT)/cargo
+
+integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
+		$(OUTPUT)/cargo/bin/inferno-flamegraph
 	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
 
 # The README's test command: install, build, and pass every test.
@@ -138,15 +155,32 @@ demo: deps
 	$(Q)tools/demo
 
 # Not part of the test run: coverage-guided fuzzing of the parsers of
-# target memory, for as long as FUZZ_SECONDS.
+# target memory and of the profile files report and diff read, for
+# FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
+PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
+		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
+		user/reader.c user/tally.c user/writer.c user/write_folded.c \
+		user/write_pprof.c user/write_speedscope.c user/write_svg.c \
+		$(PPROF_GEN)
+FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles
+
 $(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(INCLUDES) $^ -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
 
-fuzz: $(OUTPUT)/fuzz_linetable
-	$(Q)mkdir -p $(OUTPUT)/corpus && cd $(OUTPUT) && \
-		./fuzz_linetable -max_total_time=$(FUZZ_SECONDS) corpus
+$(OUTPUT)/fuzz_profiles: tests/fuzz/fuzz_profiles.c $(PROFILE_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(PROFILE_SRCS) -ljson-c -lprotobuf-c -lz -lm -o $@
+
+# the profile fuzzer starts from real files of each format
+fuzz: $(FUZZERS) $(OUTPUT)/pysight
+	$(Q)mkdir -p $(OUTPUT)/corpus/linetable $(OUTPUT)/corpus/profiles
+	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus/profiles
+	$(Q)cd $(OUTPUT) && ./fuzz_linetable -max_total_time=$(FUZZ_SECONDS) corpus/linetable
+	$(Q)cd $(OUTPUT) && ./fuzz_profiles -max_total_time=$(FUZZ_SECONDS) \
+		-max_len=65536 corpus/profiles
 
 clean:
 	$(call msg,CLEAN,)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "collapse.h"
 #include "clock.h"
 #include "collector.h"
 #include "container.h"
@@ -51,6 +52,7 @@ struct record_opts {
 	bool gil_only;
 	bool kernel_stacks;
 	bool verbose;
+	struct collapse collapse;	/* --collapse */
 };
 
 struct record {
@@ -118,6 +120,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	long l;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &o->collapse;
+		break;
 	case 'o':
 		if (o->noutputs == MAX_OUTPUTS)
 			bad_value("--output", arg, "at most 4 outputs");
@@ -654,9 +659,16 @@ static void pick_writers(struct record *r, const struct writer **w)
 static int write_outputs(struct record *r, const struct writer **w,
 			 const struct write_opts *wo)
 {
-	struct profile *p = collector__profile(r->col);
+	struct profile *p = collector__profile(r->col), *shown;
 	int i, err, first = 0;
 
+	err = collapse__apply(&r->o.collapse, p, &shown);
+	if (err) {
+		fprintf(stderr, "pysight: failed to collapse frames: %s\n",
+			strerror(-err));
+		return err;
+	}
+	p = shown;
 	for (i = 0; i < r->o.noutputs; i++) {
 		err = writer__write_file(w[i], p, wo, r->o.outputs[i]);
 		if (err)
@@ -667,13 +679,17 @@ static int write_outputs(struct record *r, const struct writer **w,
 				profile__nstacks(p), r->o.outputs[i], w[i]->name);
 		first = first ?: err;
 	}
+	if (shown != collector__profile(r->col))
+		profile__free(shown);
 	return first;
 }
 
 int cmd_record(int argc, char **argv)
 {
+	const struct argp_child children[] = { { &collapse__argp, 0, NULL, 0 },
+					       {} };
 	const struct argp argp = { options, parse_opt, "[-- COMMAND [ARG...]]", doc,
-				   NULL, NULL, NULL };
+				   children, NULL, NULL };
 	struct record r = { .o = { .rate = DEFAULT_RATE } };
 	struct write_opts wo = {};
 	const struct writer *w[MAX_OUTPUTS];
@@ -745,5 +761,6 @@ cleanup:
 	if (r.child > 0 && !r.child_exited)
 		wait_command(&r, err);
 	collector__free(r.col);
+	collapse__free(&r.o.collapse);
 	return err != 0;
 }

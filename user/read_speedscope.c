@@ -184,6 +184,8 @@ static void read_name(struct profile *p, json_object *doc)
 		return;
 	snprintf(m->target, sizeof(m->target), "%.*s",
 		 (int)(open - s - plen - (open > s + plen)), s + plen);
+	if (!strcmp(m->target, SPEEDSCOPE_ALL))
+		m->target[0] = 0;
 	if (!strncmp(open, "(wall)", 6))
 		m->mode = MODE_WALL;
 	else if (!strncmp(open, "(off)", 5))

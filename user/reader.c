@@ -130,7 +130,11 @@ static enum format sniff(FILE *f)
 	unsigned char head[2] = {};
 	int c;
 
-	if (fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b) {
+	if (fread(head, 1, 2, f) == 2 &&
+	    ((head[0] == 0x1f && head[1] == 0x8b) ||
+	     /* field 1 of a Profile, length-delimited, short: an
+	      * uncompressed pprof, not a text line */
+	     (head[0] == 0x0a && head[1] < 0x20 && !strchr("\t\n\r", head[1])))) {
 		rewind(f);
 		return FMT_PPROF;
 	}
@@ -138,12 +142,7 @@ static enum format sniff(FILE *f)
 	while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
 		;
 	rewind(f);
-	if (c == '{')
-		return FMT_SPEEDSCOPE;
-	/* field 1 of a Profile, length-delimited: an uncompressed pprof */
-	if (c == 0x0a)
-		return FMT_PPROF;
-	return FMT_FOLDED;
+	return c == '{' ? FMT_SPEEDSCOPE : FMT_FOLDED;
 }
 
 int reader__load(const char *path, struct profile **out, char *err,

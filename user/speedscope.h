@@ -7,6 +7,8 @@
 #define SPEEDSCOPE_EXPORTER	"pysight@" PYSIGHT_VERSION
 /* the document's name: SPEEDSCOPE_NAME "TARGET (MODE)" */
 #define SPEEDSCOPE_NAME		"pysight: "
+/* the target of a host-wide recording */
+#define SPEEDSCOPE_ALL		"all Python processes"
 /* the file of a kernel frame */
 #define SPEEDSCOPE_KERNEL_FILE	"[kernel]"
 

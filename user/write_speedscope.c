@@ -181,7 +181,7 @@ static json_object *document(struct ss_out *o, struct profile *p,
 	}
 	json_object_object_add(doc, "profiles", profiles);
 	snprintf(name, sizeof(name), "%s%s (%s)", SPEEDSCOPE_NAME,
-		 m->target[0] ? m->target : "all Python processes",
+		 m->target[0] ? m->target : SPEEDSCOPE_ALL,
 		 profile__mode_name(m->mode));
 	json_object_object_add(doc, "name", json_object_new_string(name));
 	json_object_object_add(doc, "activeProfileIndex", json_object_new_int(0));

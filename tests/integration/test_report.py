@@ -28,8 +28,9 @@ def test_report_top_n_and_labels():
     run = report("-n", 3, os.path.join(FIXTURES, "golden-threads.folded"))
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[1].split() == ["35.1%", "35.1%", "slow_score", "(app.py:19)"]
-    assert len(lines) == 5 and lines[-1] == "(77 samples)", run.stdout
+    assert lines[0] == "mode cpu, samples, read from a folded file", run.stdout
+    assert lines[2].split() == ["35.1%", "35.1%", "slow_score", "(app.py:19)"]
+    assert len(lines) == 6 and lines[-1] == "(77 samples)", run.stdout
     # thread roots are labels, not frames: no row of their own
     full = report("-n", 100, os.path.join(FIXTURES, "golden-threads.folded")).stdout
     assert "thread " not in full, full
@@ -70,7 +71,12 @@ def test_report_missing_and_usage(tmp_path):
 
 
 def test_report_empty_file(tmp_path):
+    """An empty file is an error (a recording that wrote nothing is one);
+    a folded file of comments alone is a profile without samples."""
     path = tmp_path / "empty.folded"
     path.write_text("")
     run = report(path)
-    assert run.returncode == 0 and run.stdout == "%s: no samples\n" % path
+    assert run.returncode == 1 and run.stderr == "pysight: %s: empty file\n" % path
+    path.write_text("# nothing\n")
+    run = report(path)
+    assert run.returncode == 0 and run.stdout.endswith("%s: no samples\n" % path)
