@@ -618,7 +618,7 @@ static void describe(struct record *r, struct profile_meta *m)
  * an error listing the choices. */
 static const struct writer *writer_of(struct record *r, int i)
 {
-	const char *path = r->o.outputs[i], *base = strrchr(path, '/');
+	const char *path = r->o.outputs[i];
 	const struct writer *w;
 	char names[128];
 
@@ -627,10 +627,6 @@ static const struct writer *writer_of(struct record *r, int i)
 	w = writer__for_path(path);
 	if (w)
 		return w;
-	/* a name without an extension is plain text, folded */
-	base = base ? base + 1 : path;
-	if (!strchr(base, '.'))
-		return &writer_folded;
 	fprintf(stderr, "pysight: cannot tell the format of %s from its extension; "
 		"give -f (%s) or name it .folded, .txt, .json, .pb.gz, .pprof or .svg\n",
 		path, writer__names(names, sizeof(names)));

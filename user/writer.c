@@ -41,8 +41,12 @@ static bool has_ext(const char *path, const char *ext)
 
 const struct writer *writer__for_path(const char *path)
 {
+	const char *base = strrchr(path, '/');
 	size_t i, e;
 
+	/* a name without an extension is plain text: folded */
+	if (!strchr(base ? base + 1 : path, '.'))
+		return &writer_folded;
 	for (i = 0; i < NWRITERS; i++)
 		for (e = 0; e < WRITER_EXTS && writers[i]->exts[e]; e++)
 			if (has_ext(path, writers[i]->exts[e]))

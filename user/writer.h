@@ -34,7 +34,8 @@ int svg__write_diff(struct profile *before, struct profile *after,
 
 /* By -f name; NULL when unknown. */
 const struct writer *writer__find(const char *name);
-/* By the output file's extension; NULL when none matches. */
+/* By the output file's extension; folded for a name without one, NULL
+ * for an extension no writer has. */
 const struct writer *writer__for_path(const char *path);
 /* "folded, speedscope, ...": the -f choices, for errors. */
 const char *writer__names(char *buf, size_t len);

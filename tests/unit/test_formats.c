@@ -370,6 +370,7 @@ static void test_extensions(void)
 	CHECK(writer__for_path("a.txt") == &writer_folded, "txt");
 	CHECK(writer__for_path("a.gz") == NULL, "gz alone");
 	CHECK(writer__for_path("a.bogus") == NULL, "unknown");
+	CHECK(writer__for_path("d.x/noext") == &writer_folded, "no extension");
 }
 
 int main(void)
