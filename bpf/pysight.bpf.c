@@ -1128,6 +1128,10 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state);
 	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+	if (iter_mode == ITER_LIST) {
+		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+		return 0;
+	}
 	t = bpf_task_storage_get(&threads, task, 0, 0);
 	if (iter_mode == ITER_OPEN) {
 		if (r.on_cpu || (t && t->off_since) ||

@@ -239,6 +239,7 @@ struct thread_record {
 enum iter_mode {
 	ITER_OPEN = 1,		/* open an interval for each blocked thread */
 	ITER_REPORT = 2,	/* report threads (and close their intervals) */
+	ITER_LIST = 3,		/* report threads, change nothing (dump) */
 };
 
 struct pid_event {

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "collector.h"
 #include "container.h"
 #include "labels.h"
+#include "privs.h"
 #include "commands.h"
 #include "usage.h"
 #include "writer.h"
@@ -215,41 +215,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
-}
-
-static int check_privileges(void)
-{
-	cap_flag_value_t bpf = CAP_CLEAR, perfmon = CAP_CLEAR, admin = CAP_CLEAR;
-	cap_t caps;
-
-	if (geteuid() == 0)
-		return 0;
-	caps = cap_get_proc();
-	if (caps) {
-		cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
-		cap_get_flag(caps, CAP_BPF, CAP_EFFECTIVE, &bpf);
-		cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
-		cap_free(caps);
-	}
-	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
-		return 0;
-	fprintf(stderr, "pysight: needs root, or CAP_BPF and CAP_PERFMON "
-			"(and CAP_SYS_PTRACE to read other users' processes)\n");
-	return -EPERM;
-}
-
-static int check_btf(void)
-{
-	const char *path = getenv("PYSIGHT_KERNEL_BTF");
-
-	if (!path)
-		path = "/sys/kernel/btf/vmlinux";
-	if (!access(path, R_OK))
-		return 0;
-	fprintf(stderr, "pysight: this kernel has no BTF (%s is missing): "
-			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n",
-		path);
-	return -ENOENT;
 }
 
 /*
@@ -715,10 +680,7 @@ int cmd_record(int argc, char **argv)
 	wo.ngroups = r.o.ngroups;
 	if (r.o.threads && labels__parse_group("thread", wo.groups, &wo.ngroups))
 		usage_error("--threads: too many --group-by keys");
-	err = check_privileges();
-	if (!err)
-		err = check_btf();
-	if (err)
+	if (privs__check())
 		return 1;
 	install_signals();
 	signal(SIGPIPE, SIG_IGN);

@@ -728,3 +728,72 @@ int collector__finish(struct collector *c)
 	free(cl.sr);
 	return ret < 0 ? ret : 0;
 }
+
+void collector__scan(struct collector *c)
+{
+	registry__scan(c->reg);
+}
+
+struct snapshot {
+	struct collector *c;
+	collector_thread_fn fn;
+	void *ctx;
+	struct stackread *sr, *scratch;
+	pid_t gil_pid;			/* whose holder gil is */
+	__u64 gil;
+};
+
+/* Reads of a stack that keep disagreeing make it torn. */
+#define SNAPSHOT_TRIES 4
+
+static int snapshot_thread(void *ctx, const struct thread_record *r)
+{
+	struct snapshot *sn = ctx;
+	struct thread_snapshot t = {};
+	const struct pyproc *pp;
+	__u64 key;
+
+	pp = registry__get(sn->c->reg, r->tgid);
+	if (!pp)
+		return 0;
+	if (sn->gil_pid != (pid_t)r->tgid) {
+		sn->gil_pid = r->tgid;
+		if (stackread__gil_holder(r->tgid, &pp->proc, &sn->gil))
+			sn->gil = 0;
+	}
+	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
+	t.torn = stackread__stable(r->tgid, &pp->proc, key, sn->sr,
+				   sn->scratch, SNAPSHOT_TRIES) == -EAGAIN;
+	t.pid = r->tgid;
+	t.tid = r->tid;
+	memcpy(t.name, r->comm, PYSIGHT_COMM_LEN);
+	t.on_cpu = r->on_cpu;
+	t.kind = r->on_cpu ? KIND_CPU : r->kind < KIND__MAX ? r->kind : KIND_OTHER;
+	t.holds_gil = sn->gil && sn->sr->tstate == sn->gil;
+	t.status = sn->sr->status;
+	t.raw = sn->sr;
+	t.proc = pp;
+	if (sn->sr->n) {
+		t.stack = name_frames(sn->c, pp, sn->sr->status,
+				      sn->sr->frames, sn->sr->n);
+		if (!t.stack)
+			return -ENOMEM;
+	}
+	return sn->fn(sn->ctx, &t);
+}
+
+int collector__snapshot(struct collector *c, pid_t pid,
+			collector_thread_fn fn, void *ctx)
+{
+	struct snapshot sn = { .c = c, .fn = fn, .ctx = ctx, .gil_pid = -1 };
+	int ret;
+
+	sn.sr = malloc(sizeof(*sn.sr));
+	sn.scratch = malloc(sizeof(*sn.scratch));
+	ret = sn.sr && sn.scratch ?
+		      sampler__threads(c->sampler, ITER_LIST, pid,
+				       snapshot_thread, &sn) : -ENOMEM;
+	free(sn.sr);
+	free(sn.scratch);
+	return ret;
+}

@@ -69,6 +69,36 @@ int collector__poll(struct collector *c, int max_ms);
 /* One ring-buffer record: a sample or a process event. */
 int collector__handle(struct collector *c, const void *data, size_t size);
 
+struct stackread;
+struct pyproc;
+
+/* One thread of a Python process as it is now, for dump. */
+struct thread_snapshot {
+	pid_t pid, tid;
+	char name[PYSIGHT_COMM_LEN + 1];	/* the OS thread name */
+	bool on_cpu;
+	int kind;			/* why it is off the CPU (enum sample_kind) */
+	bool holds_gil;
+	bool torn;			/* its stack kept changing as it was read */
+	int status;			/* enum sample_status of the read */
+	const struct pstack *stack;	/* root first; NULL when no frames */
+	const struct stackread *raw;	/* the frames as read, leaf first */
+	const struct pyproc *proc;
+};
+
+typedef int (*collector_thread_fn)(void *ctx, const struct thread_snapshot *t);
+
+/*
+ * Every thread of Python process pid (of every known one when 0), its
+ * stack read from user space while it runs on: re-read until two reads
+ * agree, else marked torn.  Calls fn for each; returns the number of
+ * threads or -errno.
+ */
+int collector__snapshot(struct collector *c, pid_t pid,
+			collector_thread_fn fn, void *ctx);
+/* Find every Python process on the host now. */
+void collector__scan(struct collector *c);
+
 struct profile *collector__profile(struct collector *c);
 /* A Python process the collector knows, or NULL. */
 const struct pyproc *collector__process(struct collector *c, pid_t pid);

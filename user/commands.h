@@ -7,6 +7,7 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 int cmd_containers(int argc, char **argv);
 
 #endif /* __PYSIGHT_COMMANDS_H */

@@ -13,6 +13,7 @@ static const struct cmd {
 	{ "record", cmd_record, "sample Python stacks into a profile" },
 	{ "report", cmd_report, "show the hottest frames of a profile" },
 	{ "diff", cmd_diff, "compare two profiles: which frames got more expensive" },
+	{ "dump", cmd_dump, "print every thread's Python stack, now, without stopping it" },
 	{ "convert", cmd_convert, "write a profile in another format" },
 	{ "containers", cmd_containers, "list containers and cgroups with Python processes" },
 };

@@ -5,6 +5,7 @@
  * on, and nothing it holds is trusted.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "stackread.h"
@@ -122,4 +123,57 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 	if (out->status == ST_COMPLETE && !out->n)
 		out->status = ST_IDLE;
 	return out->status;
+}
+
+int stackread__gil_holder(pid_t pid, const struct py_proc *proc, __u64 *holder)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 interp = 0, gil = 0;
+	__u32 locked = 0;
+
+	*holder = 0;
+	if (off->runtime_gil != PY_OFF_NONE)
+		gil = proc->runtime_addr + off->runtime_gil;
+	else if (off->interp_gil_ptr != PY_OFF_NONE &&
+		 (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
+		       &interp) || !interp ||
+		  rd64(pid, interp + off->interp_gil_ptr, &gil)))
+		return -EFAULT;
+	if (!gil)
+		return -ENOENT;
+	if (symbols__read_mem(pid, gil + off->gil_locked, &locked,
+			      sizeof(locked)))
+		return -EFAULT;
+	if (locked && rd64(pid, gil + off->gil_last_holder, holder))
+		return -EFAULT;
+	return 0;
+}
+
+/* The same frames, by code object: what a stack's shape is. */
+static bool same_shape(const struct stackread *a, const struct stackread *b)
+{
+	int i;
+
+	if (a->status != b->status || a->n != b->n || a->tstate != b->tstate)
+		return false;
+	for (i = 0; i < a->n; i++)
+		if (a->frames[i].code != b->frames[i].code)
+			return false;
+	return true;
+}
+
+int stackread__stable(pid_t pid, const struct py_proc *proc, __u64 thread_key,
+		      struct stackread *out, struct stackread *scratch,
+		      int tries)
+{
+	int i;
+
+	stackread__thread(pid, proc, thread_key, out);
+	for (i = 0; i < tries; i++) {
+		stackread__thread(pid, proc, thread_key, scratch);
+		if (same_shape(out, scratch))
+			return 0;
+		memcpy(out, scratch, sizeof(*out));
+	}
+	return -EAGAIN;
 }

@@ -26,4 +26,19 @@ struct stackread {
 int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		      struct stackread *out);
 
+/*
+ * The same, read until two reads in a row agree on the frames' code
+ * objects (a running thread's lines move; its frames do not, unless the
+ * stack changed under the read).  0, or -EAGAIN when tries more reads
+ * never agreed: out is then the last read, and torn.
+ */
+int stackread__stable(pid_t pid, const struct py_proc *proc, __u64 thread_key,
+		      struct stackread *out, struct stackread *scratch,
+		      int tries);
+
+/* The thread state that holds the main interpreter's GIL: 0 when it is
+ * free.  -EFAULT when unreadable, -ENOENT without a GIL. */
+int stackread__gil_holder(pid_t pid, const struct py_proc *proc,
+			  __u64 *holder);
+
 #endif /* __PYSIGHT_STACKREAD_H */

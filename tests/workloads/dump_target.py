@@ -1,0 +1,93 @@
+"""Threads in every state, for `pysight dump`.
+
+usage: dump_target.py SECONDS RESULT_JSON
+
+- "getter" blocks in queue.get() on a queue nobody fills;
+- "sleeper" sleeps in time.sleep();
+- "burner" burns CPU in burn();
+- "deep" recurses 300 frames into dive(), then waits on an Event.
+
+Each thread also sets its OS name (what the kernel and dump show) to its
+Python name, as CPython does by itself from 3.14.  RESULT_JSON gets each
+thread's native id once all are in place; the process exits after SECONDS.
+"""
+import ctypes
+import json
+import queue
+import sys
+import threading
+import time
+
+DEPTH = 300
+ready = threading.Barrier(5)
+stop = threading.Event()
+tids = {}
+
+
+def name_me(name):
+    try:
+        libc = ctypes.CDLL(None)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)    # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+    tids[name] = threading.get_native_id()
+
+
+def getter():
+    name_me("getter")
+    q = queue.Queue()
+    ready.wait()
+    q.get()
+
+
+def sleeper():
+    name_me("sleeper")
+    ready.wait()
+    while not stop.is_set():
+        time.sleep(60)
+
+
+def burn():
+    x = 0
+    while not stop.is_set():
+        for i in range(1000):
+            x += i
+    return x
+
+
+def burner():
+    name_me("burner")
+    ready.wait()
+    burn()
+
+
+def dive(n):
+    if n:
+        return dive(n - 1)
+    ready.wait()
+    stop.wait()
+
+
+def deep():
+    name_me("deep")
+    dive(DEPTH)
+
+
+def main():
+    seconds, result = float(sys.argv[1]), sys.argv[2]
+    sys.setrecursionlimit(DEPTH + 200)
+    for fn in (getter, sleeper, burner, deep):
+        threading.Thread(target=fn, name=fn.__name__, daemon=True).start()
+    name_me("MainThread")
+    ready.wait()
+    with open(result + ".tmp", "w") as f:
+        json.dump({"tids": tids}, f)
+    import os
+    os.rename(result + ".tmp", result)
+    print("ready", flush=True)
+    time.sleep(seconds)
+    stop.set()
+
+
+if __name__ == "__main__":
+    main()

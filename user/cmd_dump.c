@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight dump: the Python stack of every thread of a process, now,
+ * without stopping it.  Threads come from BPF's task iterator (the one
+ * wall mode uses), which says whether each is running and why it is not;
+ * stacks are read from user space, read again until two reads agree.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "collector.h"
+#include "commands.h"
+#include "labels.h"
+#include "privs.h"
+#include "registry.h"
+#include "stackread.h"
+#include "usage.h"
+
+#define MAX_PIDS 64
+
+struct dump_opts {
+	pid_t pids[MAX_PIDS];
+	int npids;
+	bool json;
+	bool locals;
+};
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "The process to dump (repeatable; default every Python process)", 0 },
+	{ "json", 'j', NULL, 0, "One JSON document, for scripts", 0 },
+	{},
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct dump_opts *o = state->input;
+	char *end;
+	long l;
+
+	switch (key) {
+	case 'p':
+		l = strtol(arg, &end, 10);
+		if (*end || l < 1 || l >= (1L << 30))
+			bad_value("--pid", arg, "expected a process id");
+		if (o->npids == MAX_PIDS)
+			bad_value("--pid", arg, "at most 64 processes");
+		o->pids[o->npids++] = (pid_t)l;
+		break;
+	case 'j':
+		o->json = true;
+		break;
+	case ARGP_KEY_ARG:
+		usage_error("unexpected argument '%s' (give processes with -p)", arg);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* A thread as dumped: the snapshot without its borrowed pointers. */
+struct dthread {
+	struct thread_snapshot t;
+	char comm[PYSIGHT_COMM_LEN + 1];	/* the process's */
+	int minor;
+};
+
+struct dump {
+	struct dthread *threads;
+	size_t n, cap;
+	unsigned int no_python;		/* threads with no thread state */
+};
+
+static int keep_thread(void *ctx, const struct thread_snapshot *t)
+{
+	struct dump *d = ctx;
+	struct dthread *nt;
+
+	if (t->status == ST_NO_TSTATE) {
+		d->no_python++;
+		return 0;
+	}
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 32;
+		nt = realloc(d->threads, d->cap * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		d->threads = nt;
+	}
+	nt = &d->threads[d->n++];
+	nt->t = *t;
+	nt->t.raw = NULL;
+	nt->t.proc = NULL;
+	snprintf(nt->comm, sizeof(nt->comm), "%s", t->proc->comm);
+	nt->minor = t->proc->minor;
+	return 0;
+}
+
+/* Processes by pid; the main thread first, then by tid. */
+static int by_pid_tid(const void *pa, const void *pb)
+{
+	const struct dthread *a = pa, *b = pb;
+
+	if (a->t.pid != b->t.pid)
+		return a->t.pid < b->t.pid ? -1 : 1;
+	if ((a->t.tid == a->t.pid) != (b->t.tid == b->t.pid))
+		return a->t.tid == a->t.pid ? -1 : 1;
+	return a->t.tid < b->t.tid ? -1 : a->t.tid > b->t.tid;
+}
+
+static const char *state_of(const struct thread_snapshot *t)
+{
+	if (t->on_cpu)
+		return "running";
+	switch (t->kind) {
+	case KIND_RUNQUEUE:
+		return "runnable, waiting for a CPU";
+	case KIND_GIL:
+		return "waiting for the GIL";
+	case KIND_SLEEP:
+		return "sleeping";
+	case KIND_LOCK:
+		return "waiting on a lock";
+	case KIND_IO:
+		return "waiting on I/O";
+	default:
+		return "idle";
+	}
+}
+
+/* The process's command line, NULs as spaces. */
+static void cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n = 0, i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	while (n && !buf[n - 1])
+		n--;
+	for (i = 0; i < n; i++)
+		if (!buf[i] || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+}
+
+static void print_frames(const struct pstack *s, bool torn)
+{
+	char text[LABEL_MAX];
+	unsigned int i;
+
+	if (!s) {
+		printf("    (no Python frames)\n");
+		return;
+	}
+	for (i = s->n; i-- > 0;) {
+		labels__frame(s->frames[i], text, sizeof(text));
+		printf("    %s\n", text);
+	}
+	if (torn)
+		printf("    [torn: the stack changed while it was read; it may mix two moments]\n");
+}
+
+static void print_text(const struct dump *d)
+{
+	char cmd[512];
+	size_t i;
+
+	for (i = 0; i < d->n; i++) {
+		const struct dthread *t = &d->threads[i];
+
+		if (!i || t->t.pid != d->threads[i - 1].t.pid) {
+			cmdline(t->t.pid, cmd, sizeof(cmd));
+			printf("%sProcess %d: %s\nPython 3.%d\n", i ? "\n" : "",
+			       t->t.pid, cmd[0] ? cmd : t->comm, t->minor);
+		}
+		printf("\nThread %d \"%s\" (%s%s)\n", t->t.tid, t->t.name,
+		       state_of(&t->t), t->t.holds_gil ? ", holds the GIL" : "");
+		print_frames(t->t.stack, t->t.torn);
+	}
+}
+
+static json_object *frames_json(const struct pstack *s)
+{
+	json_object *a = json_object_new_array();
+	unsigned int i;
+
+	for (i = s ? s->n : 0; a && i-- > 0;) {
+		const struct pframe *f = s->frames[i];
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", json_object_new_string(f->name));
+		json_object_object_add(o, "file", f->file ?
+				       json_object_new_string(f->file) : NULL);
+		json_object_object_add(o, "line", f->line ?
+				       json_object_new_int(f->line) : NULL);
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static json_object *thread_json(const struct dthread *t)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "tid", json_object_new_int(t->t.tid));
+	json_object_object_add(o, "name", json_object_new_string(t->t.name));
+	json_object_object_add(o, "state", json_object_new_string(state_of(&t->t)));
+	json_object_object_add(o, "on_cpu", json_object_new_boolean(t->t.on_cpu));
+	json_object_object_add(o, "holds_gil", json_object_new_boolean(t->t.holds_gil));
+	json_object_object_add(o, "torn", json_object_new_boolean(t->t.torn));
+	json_object_object_add(o, "status", json_object_new_string(
+		collector__status_name(t->t.status)));
+	json_object_object_add(o, "frames", frames_json(t->t.stack));
+	return o;
+}
+
+static int print_json(const struct dump *d)
+{
+	json_object *doc = json_object_new_object();
+	json_object *procs = json_object_new_array(), *proc = NULL, *threads = NULL;
+	char cmd[512], ver[16];
+	size_t i;
+
+	for (i = 0; i < d->n; i++) {
+		const struct dthread *t = &d->threads[i];
+
+		if (!i || t->t.pid != d->threads[i - 1].t.pid) {
+			proc = json_object_new_object();
+			threads = json_object_new_array();
+			cmdline(t->t.pid, cmd, sizeof(cmd));
+			json_object_object_add(proc, "pid", json_object_new_int(t->t.pid));
+			json_object_object_add(proc, "name", json_object_new_string(t->comm));
+			json_object_object_add(proc, "cmdline", json_object_new_string(cmd));
+			snprintf(ver, sizeof(ver), "3.%d", t->minor);
+			json_object_object_add(proc, "python", json_object_new_string(ver));
+			json_object_object_add(proc, "threads", threads);
+			json_object_array_add(procs, proc);
+		}
+		json_object_array_add(threads, thread_json(t));
+	}
+	json_object_object_add(doc, "processes", procs);
+	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+					    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(doc);
+	return 0;
+}
+
+/* 0, or 1 after saying why in one line. */
+static int collect(struct collector *c, struct dump_opts *o, struct dump *d)
+{
+	char err[512];
+	int i, ret = 0;
+
+	if (!o->npids) {
+		collector__scan(c);
+		ret = collector__snapshot(c, 0, keep_thread, d);
+	}
+	for (i = 0; i < o->npids; i++) {
+		if (collector__add_pid(c, o->pids[i], err, sizeof(err))) {
+			fprintf(stderr, "pysight: %s\n", err);
+			return 1;
+		}
+	}
+	for (i = 0; i < o->npids && ret >= 0; i++)
+		ret = collector__snapshot(c, o->pids[i], keep_thread, d);
+	if (ret < 0) {
+		fprintf(stderr, "pysight: failed to read threads: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (!d->n) {
+		fprintf(stderr, "pysight: %s\n", o->npids ?
+			"no Python threads found in that process" :
+			"no Python processes found");
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	const struct argp argp = { options, parse_opt, NULL,
+				   "Print the Python stack of every thread of a process, without stopping it.",
+				   NULL, NULL, NULL };
+	struct collector_opts co = { .rate_hz = 100, .mode = MODE_WALL };
+	struct dump_opts o = {};
+	struct collector *c = NULL;
+	struct dump d = {};
+	char err[512];
+	int ret;
+
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	if (privs__check())
+		return 1;
+	co.filter_pids = o.npids > 0;
+	ret = collector__open(&co, &c, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return 1;
+	}
+	ret = collect(c, &o, &d);
+	if (!ret) {
+		qsort(d.threads, d.n, sizeof(*d.threads), by_pid_tid);
+		if (o.json)
+			print_json(&d);
+		else
+			print_text(&d);
+	}
+	free(d.threads);
+	collector__free(c);
+	return ret;
+}

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What every command that loads BPF needs of the system, checked first. */
+#ifndef __PYSIGHT_PRIVS_H
+#define __PYSIGHT_PRIVS_H
+
+/* Root or the capabilities, and kernel BTF: 0, or -errno after saying
+ * which is missing in one line on stderr. */
+int privs__check(void);
+
+#endif /* __PYSIGHT_PRIVS_H */
