@@ -26,7 +26,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # offline collector never loads it.
 LIB_SRCS := user/arena.c user/cgroup.c user/collector.c user/container.c \
 	    user/elffile.c \
-	    user/filename.c \
+	    user/filename.c user/flatten.c \
 	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
 	    user/process.c user/profile.c user/read_folded.c user/reader.c \
