@@ -593,6 +593,27 @@ static void wait_command(struct record *r, int err)
 	}
 }
 
+/* What was recorded, for the titles of the formats that show one. */
+static void set_meta(struct record *r, double elapsed)
+{
+	struct profile_meta *m = profile__meta(collector__profile(r->col));
+	size_t o = 0, len = sizeof(m->target);
+	int i, n;
+
+	m->target[0] = 0;
+	for (i = 0; r->o.command && r->o.command[i] && o < len; i++) {
+		n = snprintf(m->target + o, len - o, "%s%s", i ? " " : "",
+			     r->o.command[i]);
+		o += n > 0 ? (size_t)n : 0;
+	}
+	for (i = 0; i < r->o.npids && o < len; i++) {
+		n = snprintf(m->target + o, len - o, "%s%d",
+			     i ? "," : "pid ", r->o.pids[i]);
+		o += n > 0 ? (size_t)n : 0;
+	}
+	m->duration_s = elapsed;
+}
+
 static const struct writer *pick_writer(struct record *r)
 {
 	time_t t = time(NULL);
@@ -670,6 +691,7 @@ int cmd_record(int argc, char **argv)
 	if (err)
 		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
 			strerror(-err));
+	set_meta(&r, clock__now_s() - start);
 	err = writer__write_file(w, collector__profile(r.col), &wo, r.o.output);
 	summary(&r, clock__now_s() - start, r.o.output, err);
 
