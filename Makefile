@@ -17,7 +17,8 @@ LIBS := -lbpf -lelf -lz -lcap
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
-	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev
+	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
+	    chromium
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
@@ -32,7 +33,7 @@ LIB_SRCS := user/arena.c user/cgroup.c user/collector.c user/container.c \
 	    user/process.c user/profile.c user/read_folded.c user/reader.c \
 	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
 	    user/tally.c \
-	    user/writer.c user/write_folded.c
+	    user/writer.c user/write_folded.c user/write_svg.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -73,6 +74,13 @@ $(OUTPUT)/pysight.skel.h: $(OUTPUT)/pysight.bpf.o
 
 $(OUTPUT)/sampler.o: $(OUTPUT)/pysight.skel.h
 
+# The flame graph's script, as a C string the SVG writer embeds.
+$(OUTPUT)/write_svg.js.h: user/write_svg.js | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+$(OUTPUT)/write_svg.o: $(OUTPUT)/write_svg.js.h
+
 $(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
@@ -83,7 +91,7 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 
 # sanitizers on: these parse untrusted bytes
 $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h \
-		$(OUTPUT)/pysight.skel.h | $(OUTPUT)/tests
+		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
@@ -103,7 +111,16 @@ $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(Q)$(OUTPUT)/venv/bin/pip install -q -r tests/requirements.txt
 	$(Q)touch $@
 
-integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done
+# The SVG test drives headless Chromium (Debian's) through playwright-core,
+# pinned; `npx playwright install` would fetch browsers we do not use.
+PLAYWRIGHT := playwright-core@1.65.1
+$(OUTPUT)/node/node_modules/playwright-core: | $(OUTPUT)
+	$(call msg,NPM,$(PLAYWRIGHT))
+	$(Q)npm install -s --no-audit --no-fund --prefix $(OUTPUT)/node $(PLAYWRIGHT)
+	$(Q)touch $@
+
+integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done \
+	     $(OUTPUT)/node/node_modules/playwright-core
 	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
 
 # The README's test command: install, build, and pass every test.

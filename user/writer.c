@@ -12,6 +12,7 @@
 
 static const struct writer *const writers[] = {
 	&writer_folded,
+	&writer_svg,
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))

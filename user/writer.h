@@ -23,6 +23,14 @@ struct writer {
 };
 
 extern const struct writer writer_folded;
+extern const struct writer writer_svg;
+
+/*
+ * A differential flame graph: AFTER's boxes, each red when its share of
+ * the whole grew since the same path in BEFORE, blue when it shrank.
+ */
+int svg__write_diff(struct profile *before, struct profile *after,
+		    const struct write_opts *o, FILE *f);
 
 /* By -f name; NULL when unknown. */
 const struct writer *writer__find(const char *name);
