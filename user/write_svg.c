@@ -39,8 +39,7 @@
 #define FRAMES_TOP	76	/* title, subtitle, controls and legend */
 #define DRAWN_WIDTH	(SVG_WIDTH - 2 * SVG_PAD)
 
-/* The colour of a box, by whose code it is.  The script knows them by
- * number, in this order. */
+/* Whose code a box is, which its colour says. */
 enum box_kind {
 	BOX_OWN = 0,
 	BOX_STDLIB,
@@ -93,6 +92,7 @@ struct svg {
 	unsigned int nids;
 	uint64_t min_w;		/* narrower boxes are not written */
 	int max_depth;		/* of the boxes written */
+	double max_change;	/* of a written box's share, in points */
 };
 
 static int box_kind(const struct pframe *f, int role)
@@ -346,8 +346,69 @@ static void free_ids(struct svg *s)
 	}
 }
 
+/* How a path's share of the whole changed since the baseline, in points. */
+static double share_change(const struct svg *s, const struct node *n)
+{
+	double after = 100.0 * n->w / s->t->total;
+	double before = s->base->total ? 100.0 * n->bw / s->base->total : 0;
+
+	return after - before;
+}
+
+static unsigned int rgb(double r, double g, double b)
+{
+	return (unsigned int)(r + 0.5) << 16 | (unsigned int)(g + 0.5) << 8 |
+	       (unsigned int)(b + 0.5);
+}
+
+/* 0 to 1 from the function's name, not its line: one function, one hue. */
+static double name_hash(const char *text)
+{
+	const char *stop = strstr(text, " (");
+	uint32_t h = 0;
+
+	for (; *text && text != stop; text++)
+		h = h * 31 + (unsigned char)*text;
+	return h / 4294967296.0;
+}
+
+/*
+ * flamegraph.pl's scheme: a hue per kind of code, varied by name so that
+ * neighbours differ.  In a differential graph, red for a share that grew
+ * and blue for one that shrank, the deeper the more points it moved
+ * against the largest move drawn.
+ */
+static unsigned int box_fill(const struct svg *s, const struct node *n)
+{
+	double v, d, pale;
+
+	if (s->base) {
+		d = share_change(s, n);
+		pale = 235 - 190 * (s->max_change > 0 ?
+				    (d < 0 ? -d : d) / s->max_change : 0);
+		return d > 0 ? rgb(255, pale, pale) :
+		       d < 0 ? rgb(pale, pale, 255) :
+			       rgb(235, 235, 235);
+	}
+	v = name_hash(n->text);
+	switch (n->kind) {
+	case BOX_OWN:
+		return rgb(225 + 30 * v, 100 + 80 * v, 40 + 30 * v);
+	case BOX_STDLIB:
+		return rgb(215 + 30 * v, 185 + 35 * v, 60 + 40 * v);
+	case BOX_SITE:
+		return rgb(90 + 50 * v, 175 + 45 * v, 80 + 40 * v);
+	case BOX_OFFCPU:
+		return rgb(90 + 30 * v, 140 + 40 * v, 225 + 30 * v);
+	case BOX_KERNEL:
+		return rgb(40 + 40 * v, 185 + 30 * v, 185 + 30 * v);
+	default:
+		return rgb(170 + 30 * v, 170 + 30 * v, 170 + 30 * v);
+	}
+}
+
 /* Number the texts of the boxes to be written, depth first, as
- * write_boxes() meets them, and find the deepest. */
+ * write_box() meets them; find the deepest, and the largest change. */
 static int number_texts(struct svg *s, unsigned int i)
 {
 	const struct node *n = &s->t->nodes[i];
@@ -359,6 +420,10 @@ static int number_texts(struct svg *s, unsigned int i)
 	err = text_id(s, n->text, &id);
 	if (n->depth > s->max_depth)
 		s->max_depth = n->depth;
+	if (s->base && share_change(s, n) > s->max_change)
+		s->max_change = share_change(s, n);
+	if (s->base && -share_change(s, n) > s->max_change)
+		s->max_change = -share_change(s, n);
 	for (c = n->child; c && !err; c = s->t->nodes[c].next)
 		err = number_texts(s, c);
 	return err;
@@ -384,8 +449,8 @@ static void write_texts(struct svg *s)
 }
 
 /*
- * Boxes depth first: depth, x, width, kind, text, and in a differential
- * graph the baseline's weight.  x and width are in the profile's unit;
+ * Boxes depth first: depth, x, width, kind, text, fill (0xRRGGBB), and in
+ * a differential graph the baseline's weight.  x and width are in the profile's unit;
  * a child is placed after its siblings to the left, written or not, so
  * the boxes not written leave a gap in their parent (its self weight).
  */
@@ -401,8 +466,9 @@ static void write_box(struct svg *s, unsigned int i, uint64_t x,
 	HASH_FIND_PTR(s->ids, &n->text, t);
 	if (t)
 		id = t->id;
-	fprintf(s->f, "%s%d,%" PRIu64 ",%" PRIu64 ",%d,%u", *count ?
-		(*count % 8 ? "," : ",\n") : "", n->depth, x, n->w, n->kind, id);
+	fprintf(s->f, "%s%d,%" PRIu64 ",%" PRIu64 ",%d,%u,%u", *count ?
+		(*count % 8 ? "," : ",\n") : "", n->depth, x, n->w, n->kind, id,
+		box_fill(s, n));
 	if (s->base)
 		fprintf(s->f, ",%" PRIu64, n->bw);
 	++*count;

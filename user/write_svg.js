@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 // The flame graph's behaviour, embedded by write_svg.c after its data:
 // D (sizes, unit, totals), S (texts) and N (boxes depth first: depth, x,
-// width, kind, text, and in a differential graph the baseline weight).
+// width, kind, text, fill, and in a differential graph the baseline
+// weight).
 // Frame texts only ever reach the page as text nodes and attribute
 // values, never as markup.  Nothing is fetched.
 (function () {
 	"use strict";
 	var NS = "http://www.w3.org/2000/svg";
-	var stride = D.diff ? 6 : 5, n = N.length / stride;
+	var stride = D.diff ? 7 : 6, n = N.length / stride;
 	var span = D.width - 2 * D.pad, CW = 7.2;	/* 12px monospace */
 	var depth = [], x = [], w = [], kind = [], text = [], bw = [];
 	var end = [], fill = [], g = [], rect = [], label = [];
@@ -19,7 +20,8 @@
 		w[i] = N[i * stride + 2];
 		kind[i] = N[i * stride + 3];
 		text[i] = S[N[i * stride + 4]];
-		bw[i] = D.diff ? N[i * stride + 5] : 0;
+		fill[i] = "#" + ("00000" + N[i * stride + 5].toString(16)).slice(-6);
+		bw[i] = D.diff ? N[i * stride + 6] : 0;
 	}
 	/* a box's subtree is the boxes after it, up to one no deeper */
 	(function () {
@@ -37,53 +39,8 @@
 		return total ? 100 * v / total : 0;
 	}
 
-	function hash(s) {
-		var h = 0, j, stop = s.indexOf(" (");
-		/* one colour per function, whatever its line */
-		if (stop < 0)
-			stop = s.length;
-		for (j = 0; j < stop; j++)
-			h = (h * 31 + s.charCodeAt(j)) | 0;
-		return (h >>> 0) / 4294967296;
-	}
-
-	function rgb(r, g, b) {
-		return "rgb(" + Math.round(r) + "," + Math.round(g) + "," +
-			Math.round(b) + ")";
-	}
-
-	/* own, stdlib, site-packages, off-CPU, kernel, other */
-	function kindColour(k, v) {
-		switch (k) {
-		case 0: return rgb(225 + 30 * v, 100 + 80 * v, 40 + 30 * v);
-		case 1: return rgb(215 + 30 * v, 185 + 35 * v, 60 + 40 * v);
-		case 2: return rgb(90 + 50 * v, 175 + 45 * v, 80 + 40 * v);
-		case 3: return rgb(90 + 30 * v, 140 + 40 * v, 225 + 30 * v);
-		case 4: return rgb(40 + 40 * v, 185 + 30 * v, 185 + 30 * v);
-		default: return rgb(170 + 30 * v, 170 + 30 * v, 170 + 30 * v);
-		}
-	}
-
 	function change(i) {
 		return pct(w[i], D.total) - pct(bw[i], D.btotal);
-	}
-
-	/* red grew, blue shrank, as strong as the change in points is
-	 * against the largest change drawn */
-	var maxChange = 0;
-	for (i = 0; D.diff && i < n; i++)
-		maxChange = Math.max(maxChange, Math.abs(change(i)));
-
-	function colour(i) {
-		if (!D.diff)
-			return kindColour(kind[i], hash(text[i]));
-		var d = change(i), s = maxChange ? Math.abs(d) / maxChange : 0;
-		var pale = 235 - 190 * s;
-		if (d > 0)
-			return rgb(255, pale, pale);
-		if (d < 0)
-			return rgb(pale, pale, 255);
-		return rgb(235, 235, 235);
 	}
 
 	function amount(v) {
@@ -118,7 +75,6 @@
 	}
 
 	for (i = 0; i < n; i++) {
-		fill[i] = colour(i);
 		g[i] = document.createElementNS(NS, "g");
 		g[i].setAttribute("class", "f");
 		g[i].setAttribute("data-i", String(i));
