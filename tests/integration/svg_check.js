@@ -3,7 +3,7 @@
 // print what was seen as JSON on stdout.
 //
 // usage: node svg_check.js CONFIG_JSON
-//   {"svg": path, "hover": label prefix, "search": regex,
+//   {"svg": path, "hover": label prefix, "searches": [regex, ...],
 //    "screenshot": optional png path, "node_modules": dir of playwright-core}
 //
 // Every request the page makes that is not for a file: URL is aborted and
@@ -112,11 +112,19 @@ async function main() {
 		await page.click("#reset");
 		out.reset = await boxes(page);
 
-		// search by typing the regex and pressing the button
-		await page.fill("#q", cfg.search);
-		await page.click("#search");
-		out.matched = await page.textContent("#matched");
-		out.searched = await boxes(page);
+		// search by typing each regex and pressing the button
+		out.searches = [];
+		for (const re of cfg.searches) {
+			await page.fill("#q", re);
+			await page.click("#search");
+			const seen = await boxes(page);
+			out.searches.push({
+				regex: re,
+				matched: await page.textContent("#matched"),
+				labels: seen.filter((b) => b.match).map((b) => b.label),
+				unmatched: seen.filter((b) => !b.match).map((b) => b.label),
+			});
+		}
 		await page.click("#clear");
 		out.cleared = await boxes(page);
 	} catch (e) {
