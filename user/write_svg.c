@@ -429,14 +429,14 @@ static int number_texts(struct svg *s, unsigned int i)
 	return err;
 }
 
-static void write_texts(struct svg *s)
+static int write_texts(struct svg *s)
 {
 	const char **texts = calloc(s->nids ? s->nids : 1, sizeof(*texts));
 	struct text_id *t, *tmp;
 	unsigned int i;
 
 	if (!texts)
-		return;		/* the caller sees ferror() */
+		return -ENOMEM;
 	HASH_ITER(hh, s->ids, t, tmp)
 		texts[t->id] = t->text;
 	fputs("var S = [", s->f);
@@ -446,6 +446,7 @@ static void write_texts(struct svg *s)
 	}
 	fputs("];\n", s->f);
 	free(texts);
+	return 0;
 }
 
 /*
@@ -592,7 +593,8 @@ static int write_svg_doc(struct svg *s, struct profile *p)
 		profile__unit(p) == UNIT_NANOSECONDS ? "ns" : "samples",
 		s->t->total, s->base ? "true" : "false",
 		s->base ? s->base->total : 0);
-	write_texts(s);
+	if (write_texts(s))
+		return -ENOMEM;
 	fputs("var N = [", f);
 	if (s->t->total)
 		write_box(s, 0, 0, &count);
