@@ -19,7 +19,8 @@ LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
-	    golang-github-google-pprof-dev
+	    golang-github-google-pprof-dev \
+	    chromium
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o
@@ -31,7 +32,7 @@ PPROF_GEN := $(OUTPUT)/pprof/profile.pb-c.c
 # offline collector never loads it.
 LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
 	    user/container.c user/elffile.c \
-	    user/filename.c \
+	    user/filename.c user/flatten.c \
 	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
 	    user/privs.c user/process.c user/profile.c user/read_folded.c \
@@ -94,6 +95,13 @@ $(OUTPUT)/profile.pb-c.o: $(PPROF_GEN)
 
 $(OUTPUT)/write_pprof.o $(OUTPUT)/read_pprof.o: $(PPROF_GEN)
 
+# The flame graph's script, as a C string the SVG writer embeds.
+$(OUTPUT)/write_svg.js.h: user/write_svg.js | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+
+$(OUTPUT)/write_svg.o: $(OUTPUT)/write_svg.js.h
+
 $(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
@@ -104,7 +112,7 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 
 # sanitizers on: these parse untrusted bytes
 $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h \
-		$(OUTPUT)/pysight.skel.h | $(OUTPUT)/tests
+		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
@@ -124,9 +132,11 @@ $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(Q)$(OUTPUT)/venv/bin/pip install -q -r tests/requirements.txt
 	$(Q)touch $@
 
-# Test-only tools from the registries: speedscope's schema (npm) and
-# inferno, the Rust FlameGraph, which must read our folded output.
-NODE_PKGS := speedscope@1.25.0
+# Test-only tools from the registries: speedscope's schema and
+# playwright-core (npm; it drives Debian's Chromium, so `npx playwright
+# install` is never needed), and inferno, the Rust FlameGraph, which must
+# read our folded output.
+NODE_PKGS := speedscope@1.25.0 playwright-core@1.65.1
 INFERNO_VERSION := 0.12.8
 CARGO ?= $(shell command -v cargo || echo $(HOME)/.cargo/bin/cargo)
 
@@ -163,7 +173,7 @@ PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
 		user/reader.c user/tally.c user/writer.c user/write_folded.c \
 		user/write_pprof.c user/write_speedscope.c user/write_svg.c \
-		$(PPROF_GEN)
+		user/flatten.c user/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles
 
 $(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c | $(OUTPUT)

@@ -272,6 +272,7 @@ static const struct pframe *python_frame(struct collector *c,
 					 const struct pyproc *pp,
 					 const struct py_frame *f)
 {
+	const struct pframe *pf;
 	const struct pysym *sym;
 	const char *file;
 	int line = 0;
@@ -292,8 +293,13 @@ static const struct pframe *python_frame(struct collector *c,
 	}
 	file = c->o.full_filenames ? sym->filename :
 		filename__shorten(sym->filename, pp->cwd);
-	return profile__frame(c->prof, sym->qualname, file, line,
-			      sym->firstlineno, PFRAME_PYTHON);
+	pf = profile__frame(c->prof, sym->qualname, file, line,
+			    sym->firstlineno, PFRAME_PYTHON);
+	/* the short name no longer says whose code it is */
+	if (pf && pf->origin == ORIGIN_UNKNOWN)
+		profile__frame_origin(c->prof, pf,
+				      filename__origin(sym->filename));
+	return pf;
 }
 
 static struct stack_ref *ref_slot(const struct ref_table *t, __u64 hash)

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "filename.h"
+#include "profile.h"
 
 static const char *after_last(const char *path, const char *needle)
 {
@@ -46,4 +47,14 @@ const char *filename__shorten(const char *path, const char *cwd)
 			return path + n + 1;
 	}
 	return path;
+}
+
+int filename__origin(const char *path)
+{
+	if (strstr(path, "/site-packages/") || strstr(path, "/dist-packages/"))
+		return ORIGIN_SITE;
+	/* a frozen module is the stdlib's, compiled in: "<frozen os>" */
+	if (after_stdlib(path) || !strncmp(path, "<frozen ", 8))
+		return ORIGIN_STDLIB;
+	return ORIGIN_OWN;
 }

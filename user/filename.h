@@ -12,4 +12,8 @@
  */
 const char *filename__shorten(const char *path, const char *cwd);
 
+/* Where path's code lives by the same rules: enum pframe_origin's
+ * ORIGIN_SITE, ORIGIN_STDLIB or ORIGIN_OWN. */
+int filename__origin(const char *path);
+
 #endif /* __PYSIGHT_FILENAME_H */

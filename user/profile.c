@@ -189,6 +189,23 @@ const struct pframe *profile__frame(struct profile *p, const char *name,
 	return &e->f;
 }
 
+void profile__frame_origin(struct profile *p, const struct pframe *f,
+			   int origin)
+{
+	struct frame_key key;
+	struct frame_entry *e;
+
+	memset(&key, 0, sizeof(key));
+	key.name = f->name;
+	key.file = f->file;
+	key.line = f->line;
+	key.firstline = f->firstline;
+	key.kind = f->kind;
+	HASH_FIND(hh, p->frames, &key, sizeof(key), e);
+	if (e && e->f.origin == ORIGIN_UNKNOWN)
+		e->f.origin = origin;
+}
+
 struct stack_probe {
 	const struct pframe *const *frames;
 	unsigned int n;

@@ -39,6 +39,15 @@ enum pframe_kind {
 	PFRAME_OTHER,		/* a frame read from a file, of unknown kind */
 };
 
+/* Where a Python frame's code lives, read from its full file name, which
+ * the profile may keep only shortened (filename__shorten). */
+enum pframe_origin {
+	ORIGIN_UNKNOWN = 0,	/* not said: read from a file, or not Python */
+	ORIGIN_OWN,		/* the application's code */
+	ORIGIN_STDLIB,		/* under lib/python3.X/ */
+	ORIGIN_SITE,		/* under site-packages/ or dist-packages/ */
+};
+
 struct pframe {
 	const char *name;	/* qualname, or the pseudo-frame's text */
 	const char *file;	/* NULL when the frame has none */
@@ -46,6 +55,7 @@ struct pframe {
 	int firstline;		/* the code's first line, 0 when unknown */
 	int kind;		/* enum pframe_kind */
 	unsigned int id;	/* 0 .. profile__nframes() - 1 */
+	int origin;		/* enum pframe_origin, not part of its identity */
 };
 
 struct pstack {
@@ -105,6 +115,9 @@ struct profile_meta *profile__meta(struct profile *p);
 const struct pframe *profile__frame(struct profile *p, const char *name,
 				    const char *file, int line, int firstline,
 				    int kind);
+/* Say where f's code lives, if nobody said so yet. */
+void profile__frame_origin(struct profile *p, const struct pframe *f,
+			   int origin);
 /* The one stack of these frames (root first); NULL on ENOMEM. */
 const struct pstack *profile__stack(struct profile *p,
 				    const struct pframe *const *frames,
