@@ -138,6 +138,17 @@ static int add_rows(struct diff *d, int side)
 	return 0;
 }
 
+/* Equal changes: growth first, then by text. */
+static int tie(const double *a, const double *b, const char *ta,
+	       const char *tb)
+{
+	bool ga = a[1] > a[0], gb = b[1] > b[0];
+
+	if (ga != gb)
+		return ga ? -1 : 1;
+	return strcmp(ta, tb);
+}
+
 static int by_self_change(const void *pa, const void *pb)
 {
 	const struct drow *a = *(struct drow *const *)pa;
@@ -147,7 +158,7 @@ static int by_self_change(const void *pa, const void *pb)
 
 	if (da != db)
 		return da < db ? 1 : -1;
-	return strcmp(a->text, b->text);
+	return tie(a->self, b->self, a->text, b->text);
 }
 
 static int by_total_change(const void *pa, const void *pb)
@@ -159,7 +170,7 @@ static int by_total_change(const void *pa, const void *pb)
 
 	if (da != db)
 		return da < db ? 1 : -1;
-	return strcmp(a->text, b->text);
+	return tie(a->total, b->total, a->text, b->text);
 }
 
 static void print_side(const struct diff *d, int side, const char *path)
