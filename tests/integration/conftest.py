@@ -162,6 +162,16 @@ def find_interp(minor, kind=None):
     return None
 
 
+def blocking_interpreters():
+    """The host's 3.11, a pyenv <= 3.10 (time.sleep is select()), and a
+    3.13+ chroot (the GIL behind the interpreter, _Py_DebugOffsets): what
+    the tests of blocked threads run on."""
+    picks = [find_interp("3.11", "debian"),
+             find_interp("3.10", "pyenv") or find_interp("3.9", "pyenv"),
+             find_interp("3.14", "chroot") or find_interp("3.13", "chroot")]
+    return [i for i in picks if i] or INTERPRETERS[:1]
+
+
 # --------------------------------------------------------------------------
 # Session bookkeeping: minors that passed the ratio test
 

@@ -7,26 +7,17 @@ import time
 
 import pytest
 
-from conftest import (INTERPRETERS, Profile, Recorder, assert_recorded, find_interp,
-                      run_pysight)
+from conftest import (INTERPRETERS, Profile, Recorder, assert_recorded, blocking_interpreters,
+                      find_interp, run_pysight)
 
 RATE = 200
 CAUSES = {"[off-cpu: sleep]": "sleep", "[off-cpu: lock]": "lock", "[off-cpu: io]": "io",
           "[off-cpu: gil]": "gil", "[runqueue]": "runqueue", "[off-cpu: other]": "other"}
 
 
-def offcpu_interpreters():
-    """The host's 3.11, a pyenv <= 3.10 (time.sleep is select()), and a
-    3.13+ chroot (the GIL behind the interpreter, _Py_DebugOffsets)."""
-    picks = [find_interp("3.11", "debian"),
-             find_interp("3.10", "pyenv") or find_interp("3.9", "pyenv"),
-             find_interp("3.14", "chroot") or find_interp("3.13", "chroot")]
-    return [i for i in picks if i] or INTERPRETERS[:1]
-
-
 def pytest_generate_tests(metafunc):
     if "ointerp" in metafunc.fixturenames:
-        interps = offcpu_interpreters()
+        interps = blocking_interpreters()
         metafunc.parametrize("ointerp", interps, ids=[i.id for i in interps])
 
 
