@@ -97,7 +97,16 @@ struct py_offsets {
 	__u16 gil_size;
 	__u16 gil_locked;
 	__u16 gil_last_holder;
-	__u16 pad[3];
+	/* Local variables, for dump --locals (user space only): the frame's
+	 * array of them, the code's tuple of their names (co_varnames, or
+	 * co_localsplusnames from 3.11), and how many are locals: the int
+	 * co_nlocals (<= 3.10) or the bytes co_localspluskinds (3.11+) */
+	__u16 frame_localsplus;
+	__u16 code_varnames;
+	__u16 code_nlocals;
+	__u16 code_localskinds;
+	__u16 tuple_items;		/* ob_item in PyTupleObject */
+	__u16 pad[2];
 };
 
 enum py_proc_state {

@@ -16,11 +16,13 @@
 #include "commands.h"
 #include "labels.h"
 #include "privs.h"
+#include "pylocals.h"
 #include "registry.h"
 #include "stackread.h"
 #include "usage.h"
 
 #define MAX_PIDS 64
+#define MAX_LOCALS 32	/* per frame */
 
 struct dump_opts {
 	pid_t pids[MAX_PIDS];
@@ -32,6 +34,7 @@ struct dump_opts {
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "The process to dump (repeatable; default every Python process)", 0 },
 	{ "json", 'j', NULL, 0, "One JSON document, for scripts", 0 },
+	{ "locals", 'l', NULL, 0, "Each frame's local variables, with short values of simple types", 0 },
 	{},
 };
 
@@ -53,6 +56,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'j':
 		o->json = true;
 		break;
+	case 'l':
+		o->locals = true;
+		break;
 	case ARGP_KEY_ARG:
 		usage_error("unexpected argument '%s' (give processes with -p)", arg);
 	default:
@@ -61,18 +67,65 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* The locals of one frame. */
+struct flocals {
+	struct pylocal *vars;
+	int n;			/* < 0: could not be read */
+};
+
 /* A thread as dumped: the snapshot without its borrowed pointers. */
 struct dthread {
 	struct thread_snapshot t;
 	char comm[PYSIGHT_COMM_LEN + 1];	/* the process's */
 	int minor;
+	struct flocals *locals;	/* by frame, leaf first; NULL without */
+	int nlocals;
 };
 
 struct dump {
 	struct dthread *threads;
 	size_t n, cap;
 	unsigned int no_python;		/* threads with no thread state */
+	bool locals;
 };
+
+/* Every frame's locals, read now, while the frames are where they were. */
+static int read_locals(const struct thread_snapshot *t, struct dthread *dt)
+{
+	const struct stackread *sr = t->raw;
+	struct pylocal buf[MAX_LOCALS];
+	int i, n;
+
+	dt->locals = calloc(sr->n ? sr->n : 1, sizeof(*dt->locals));
+	if (!dt->locals)
+		return -ENOMEM;
+	dt->nlocals = sr->n;
+	for (i = 0; i < sr->n; i++) {
+		n = pylocals__read(t->pid, &t->proc->proc, sr->addr[i],
+				   sr->frames[i].code, buf, MAX_LOCALS);
+		dt->locals[i].n = n;
+		if (n <= 0)
+			continue;
+		dt->locals[i].vars = malloc(n * sizeof(buf[0]));
+		if (!dt->locals[i].vars)
+			return -ENOMEM;
+		memcpy(dt->locals[i].vars, buf, n * sizeof(buf[0]));
+	}
+	return 0;
+}
+
+static void dump_free(struct dump *d)
+{
+	size_t i;
+	int j;
+
+	for (i = 0; i < d->n; i++) {
+		for (j = 0; j < d->threads[i].nlocals; j++)
+			free(d->threads[i].locals[j].vars);
+		free(d->threads[i].locals);
+	}
+	free(d->threads);
+}
 
 static int keep_thread(void *ctx, const struct thread_snapshot *t)
 {
@@ -96,7 +149,9 @@ static int keep_thread(void *ctx, const struct thread_snapshot *t)
 	nt->t.proc = NULL;
 	snprintf(nt->comm, sizeof(nt->comm), "%s", t->proc->comm);
 	nt->minor = t->proc->minor;
-	return 0;
+	nt->locals = NULL;
+	nt->nlocals = 0;
+	return d->locals ? read_locals(t, nt) : 0;
 }
 
 /* Processes by pid; the main thread first, then by tid. */
@@ -152,10 +207,19 @@ static void cmdline(pid_t pid, char *buf, size_t len)
 	buf[n] = 0;
 }
 
-static void print_frames(const struct pstack *s, bool torn)
+/* The locals of the k-th frame from the leaf, or NULL. */
+static const struct flocals *locals_at(const struct dthread *t, unsigned int k)
 {
+	return t->locals && (int)k < t->nlocals ? &t->locals[k] : NULL;
+}
+
+static void print_frames(const struct dthread *t)
+{
+	const struct pstack *s = t->t.stack;
+	const struct flocals *fl;
 	char text[LABEL_MAX];
 	unsigned int i;
+	int v;
 
 	if (!s) {
 		printf("    (no Python frames)\n");
@@ -164,8 +228,12 @@ static void print_frames(const struct pstack *s, bool torn)
 	for (i = s->n; i-- > 0;) {
 		labels__frame(s->frames[i], text, sizeof(text));
 		printf("    %s\n", text);
+		fl = locals_at(t, s->n - 1 - i);
+		for (v = 0; fl && v < fl->n; v++)
+			printf("        %s = %s\n", fl->vars[v].name,
+			       fl->vars[v].value);
 	}
-	if (torn)
+	if (t->t.torn)
 		printf("    [torn: the stack changed while it was read; it may mix two moments]\n");
 }
 
@@ -184,19 +252,34 @@ static void print_text(const struct dump *d)
 		}
 		printf("\nThread %d \"%s\" (%s%s)\n", t->t.tid, t->t.name,
 		       state_of(&t->t), t->t.holds_gil ? ", holds the GIL" : "");
-		print_frames(t->t.stack, t->t.torn);
+		print_frames(t);
 	}
 }
 
-static json_object *frames_json(const struct pstack *s)
+static json_object *locals_json(const struct flocals *fl)
 {
+	json_object *o = json_object_new_object();
+	int v;
+
+	for (v = 0; v < fl->n; v++)
+		json_object_object_add(o, fl->vars[v].name,
+				       json_object_new_string(fl->vars[v].value));
+	return o;
+}
+
+static json_object *frames_json(const struct dthread *t)
+{
+	const struct pstack *s = t->t.stack;
 	json_object *a = json_object_new_array();
 	unsigned int i;
 
 	for (i = s ? s->n : 0; a && i-- > 0;) {
 		const struct pframe *f = s->frames[i];
+		const struct flocals *fl = locals_at(t, s->n - 1 - i);
 		json_object *o = json_object_new_object();
 
+		if (fl && fl->n >= 0)
+			json_object_object_add(o, "locals", locals_json(fl));
 		json_object_object_add(o, "name", json_object_new_string(f->name));
 		json_object_object_add(o, "file", f->file ?
 				       json_object_new_string(f->file) : NULL);
@@ -219,7 +302,7 @@ static json_object *thread_json(const struct dthread *t)
 	json_object_object_add(o, "torn", json_object_new_boolean(t->t.torn));
 	json_object_object_add(o, "status", json_object_new_string(
 		collector__status_name(t->t.status)));
-	json_object_object_add(o, "frames", frames_json(t->t.stack));
+	json_object_object_add(o, "frames", frames_json(t));
 	return o;
 }
 
@@ -301,6 +384,7 @@ int cmd_dump(int argc, char **argv)
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
+	d.locals = o.locals;
 	if (privs__check())
 		return 1;
 	co.filter_pids = o.npids > 0;
@@ -317,7 +401,7 @@ int cmd_dump(int argc, char **argv)
 		else
 			print_text(&d);
 	}
-	free(d.threads);
+	dump_free(&d);
 	collector__free(c);
 	return ret;
 }

@@ -58,6 +58,8 @@ struct debug_vals {
 	__u64 frame_instr_ptr, frame_owner;
 	__u64 code_size, code_filename, code_name, code_qualname;
 	__u64 code_linetable, code_firstlineno, code_adaptive;
+	__u64 code_localsplusnames, code_localspluskinds, frame_localsplus;
+	__u64 tuple_items;
 	__u64 bytes_size, bytes_ob_size, bytes_ob_sval;
 	__u64 unicode_size, unicode_state, unicode_length;
 	__u64 unicode_ascii_size, unicode_compact_size;
@@ -157,6 +159,9 @@ static void read_vals(const unsigned char *p,
 	RD(code_linetable);
 	RD(code_firstlineno);
 	RD(code_adaptive);
+	RD(code_localsplusnames);
+	RD(code_localspluskinds);
+	RD(frame_localsplus);
 	RD(bytes_size);
 	RD(bytes_ob_size);
 	RD(bytes_ob_sval);
@@ -170,6 +175,12 @@ static void read_vals(const unsigned char *p,
 	RD(interp_gil_holder);
 #undef RD
 	d->gil_size = l->gil_size;
+	/* Older layouts lack it: the items follow the PyVarObject, whose
+	 * ob_size a bytes object's shows */
+	if (l->tuple_items)
+		d->tuple_items = rd64(p, l->tuple_items);
+	else
+		d->tuple_items = d->bytes_ob_size + 8;
 	/* Older layouts lack it; a compact str adds utf8_length and utf8. */
 	if (l->unicode_compact_size)
 		d->unicode_compact_size = rd64(p, l->unicode_compact_size);
@@ -274,11 +285,13 @@ static void check_frames(struct verdict *v, const struct debug_vals *d)
 	const struct span fr[] = {
 		{ d->frame_previous, 8 }, { d->frame_executable, 8 },
 		{ d->frame_instr_ptr, 8 }, { d->frame_owner, 1 },
+		{ d->frame_localsplus, 8 },
 	};
 	const struct span co[] = {
 		{ d->code_filename, 8 }, { d->code_name, 8 },
 		{ d->code_qualname, 8 }, { d->code_linetable, 8 },
 		{ d->code_firstlineno, 4 }, { d->code_adaptive, 2 },
+		{ d->code_localsplusnames, 8 }, { d->code_localspluskinds, 8 },
 	};
 
 	check_size(v, "_PyInterpreterFrame", d->frame_size, 48, FRAME_MAX);
@@ -286,6 +299,11 @@ static void check_frames(struct verdict *v, const struct debug_vals *d)
 	check_field(v, "f_executable", d->frame_executable, 8, d->frame_size);
 	check_field(v, "instr_ptr", d->frame_instr_ptr, 8, d->frame_size);
 	check_field(v, "owner", d->frame_owner, 1, d->frame_size);
+	/* the locals are the variable-length tail */
+	check_field(v, "localsplus", d->frame_localsplus, 8, d->frame_size);
+	if (d->frame_localsplus < d->frame_owner)
+		fail(v, "localsplus %llu is not the tail",
+		     (unsigned long long)d->frame_localsplus);
 	check_disjoint(v, "_PyInterpreterFrame", fr,
 		       sizeof(fr) / sizeof(fr[0]));
 
@@ -295,6 +313,10 @@ static void check_frames(struct verdict *v, const struct debug_vals *d)
 	check_field(v, "co_qualname", d->code_qualname, 8, d->code_size);
 	check_field(v, "co_linetable", d->code_linetable, 8, d->code_size);
 	check_field(v, "co_firstlineno", d->code_firstlineno, 4, d->code_size);
+	check_field(v, "co_localsplusnames", d->code_localsplusnames, 8,
+		    d->code_size);
+	check_field(v, "co_localspluskinds", d->code_localspluskinds, 8,
+		    d->code_size);
 	/* The bytecode array is the variable-length tail. */
 	check_field(v, "co_code_adaptive", d->code_adaptive, 2, d->code_size);
 	if (d->code_adaptive < d->code_linetable)
@@ -377,6 +399,11 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->gil_last_holder = d->interp_gil_holder - d->interp_gil_state;
 	o->bytes_size = d->bytes_ob_size;
 	o->bytes_data = d->bytes_ob_sval;
+	o->frame_localsplus = d->frame_localsplus;
+	o->code_varnames = d->code_localsplusnames;
+	o->code_nlocals = PY_OFF_NONE;
+	o->code_localskinds = d->code_localspluskinds;
+	o->tuple_items = d->tuple_items;
 }
 
 /* Cookie, version and build flavour: the part every layout shares. */

@@ -72,6 +72,10 @@ struct offsets_debug_layout {
 	__u16 code_linetable;
 	__u16 code_firstlineno;
 	__u16 code_adaptive;
+	__u16 code_localsplusnames;
+	__u16 code_localspluskinds;
+	__u16 frame_localsplus;
+	__u16 tuple_items;		/* 0 when the layout lacks it */
 	__u16 bytes_size;
 	__u16 bytes_ob_size;
 	__u16 bytes_ob_sval;

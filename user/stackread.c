@@ -72,7 +72,7 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 {
 	const struct py_offsets *off = &proc->off;
 	__u8 win[PYSIGHT_FRAME_WINDOW];
-	__u64 code, instr;
+	__u64 code, instr, at = *frame;
 	__u32 check;
 	int err;
 
@@ -95,6 +95,7 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 	out->frames[out->n].code = code;
 	out->frames[out->n].lasti = lasti_of(off, code, instr);
 	out->frames[out->n].check = check;
+	out->addr[out->n] = at;
 	out->n++;
 	return 1;
 }

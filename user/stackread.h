@@ -16,6 +16,7 @@ struct stackread {
 	int status;			/* enum sample_status */
 	int n;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];	/* leaf first */
+	__u64 addr[PYSIGHT_MAX_FRAMES];		/* each frame's own address */
 };
 
 /*

@@ -188,7 +188,7 @@ static size_t put_utf8(char *out, uint32_t c)
  * names always are.  The state word's bits are stable from 3.8 to 3.15:
  * interned:2, kind:3, compact:1, ascii:1.
  */
-static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
+char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[64], raw[MAX_STR * 4];
@@ -230,8 +230,8 @@ static char *read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	return s;
 }
 
-static int read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
-		      uint8_t **out, size_t *outlen)
+int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
+			uint8_t **out, size_t *outlen)
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[32];
@@ -339,12 +339,12 @@ static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
 		return err;
 	name = get_u64(win, sizeof(win), off->code_name);
 	qual = get_u64(win, sizeof(win), off->code_qualname);
-	sym->qualname = read_str(pid, proc, qual ? qual : name);
-	sym->filename = read_str(pid, proc,
+	sym->qualname = symbols__read_str(pid, proc, qual ? qual : name);
+	sym->filename = symbols__read_str(pid, proc,
 				 get_u64(win, sizeof(win), off->code_filename));
 	sym->firstlineno = (int)get_u32(win, sizeof(win), off->code_firstlineno);
 	if (!sym->qualname || !sym->filename ||
-	    read_bytes(pid, proc, get_u64(win, sizeof(win), off->code_linetable),
+	    symbols__read_bytes(pid, proc, get_u64(win, sizeof(win), off->code_linetable),
 		       &sym->linetable, &sym->linetable_len)) {
 		sym_clear(sym);
 		return -EFAULT;

@@ -34,6 +34,13 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 /* len bytes of the target's memory at addr (process_vm_readv): 0,
  * -EFAULT for a short or faulting read, -errno. */
 int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* A compact str object as UTF-8 (malloc'd, at most 1024 characters), or
+ * NULL when addr is not a live str. */
+char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr);
+/* A bytes object's contents (malloc'd), at most 256 KiB: -EFAULT when
+ * addr is not a live bytes object, -E2BIG. */
+int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
+			uint8_t **out, size_t *outlen);
 
 /* The identity check of a live code object, as BPF computes it (the
  * frames read from user space need it too): 0, -EFAULT, -ESTALE. */

@@ -141,3 +141,22 @@ def test_dump_errors(procs, workdir):
                           "--inh-caps=-all", binary, "dump", "-p", str(sleeper.pid)],
                          capture_output=True, text=True, timeout=30)
     assert_one_error(run, "root")
+
+
+def test_dump_locals(dinterp, procs, staging):
+    """--locals: the getter's known values, in text and in JSON."""
+    proc, tids = start_target(procs, staging, dinterp)
+    run = run_pysight(procs, ["dump", "--locals", "-p", proc.pid], timeout=60)
+    assert run.returncode == 0, run.stderr
+    text = run.stdout.split('Thread %d "getter"' % tids["getter"])[1].split("\nThread ")[0]
+    block = text.split("getter (")[1]
+    for want in ("count = 42", "ratio = 0.5", "flag = True", "nothing = None",
+                 "negative = -7", "label = 'getter\\'s label'", "data = b'\\x00ab'",
+                 "items = <list of 3>", "table = <dict of 1>", "big = <int at 0x",
+                 "q = <Queue at 0x"):
+        assert "        " + want in block, (want, block)
+    run = run_pysight(procs, ["dump", "--locals", "--json", "-p", proc.pid], timeout=60)
+    doc = json.loads(run.stdout)
+    [getter] = [t for t in doc["processes"][0]["threads"] if t["tid"] == tids["getter"]]
+    [frame] = [f for f in getter["frames"] if f["name"] == "getter"]
+    assert frame["locals"]["count"] == "42" and frame["locals"]["items"] == "<list of 3>", frame

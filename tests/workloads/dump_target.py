@@ -35,9 +35,14 @@ def name_me(name):
 
 def getter():
     name_me("getter")
+    # locals of known values, for dump --locals
+    label, count, ratio, flag, nothing = "getter's label", 42, 0.5, True, None
+    negative, big, data = -7, 2 ** 70, b"\x00ab"
+    items, table = [1, 2, 3], {"a": 1}
     q = queue.Queue()
     ready.wait()
     q.get()
+    return label, count, ratio, flag, nothing, negative, big, data, items, table
 
 
 def sleeper():

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A frame's local variables, read from another process: each name, and a
+ * short repr of simple values, as py-spy's dump --locals shows them.
+ * Everything is read with process_vm_readv from a process that runs on,
+ * so every object may be half-built, freed or hostile: each read is
+ * bounded, and a value that does not check out is shown by its type.
+ *
+ * The object layouts used here are CPython's stable ABI from 3.8 to 3.15
+ * (default builds): a PyObject's type at 8, a PyVarObject's size at 16;
+ * a type's tp_name at 24; an int's digits at 24, a float's double and a
+ * dict's ma_used at 16.  A tuple's items moved in 3.14 (it caches its
+ * hash): py_offsets has where.  An int's size word is
+ * ob_size (signed digit count) to 3.11 and lv_tag (digits << 3 | sign)
+ * from 3.12; digits hold 30 bits.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pylocals.h"
+#include "symbols.h"
+
+#define OB_TYPE		8
+#define OB_SIZE		16
+#define TP_NAME		24
+#define LONG_DIGITS	24
+#define FLOAT_VALUE	16
+#define DICT_USED	16
+#define CO_FAST_LOCAL	0x20	/* co_localspluskinds: a local variable */
+#define MAX_NAMES	512	/* locals a code object may declare */
+
+static int rd64(pid_t pid, uint64_t addr, uint64_t *out)
+{
+	*out = 0;
+	return symbols__read_mem(pid, addr, out, sizeof(*out));
+}
+
+/* tp_name of the object's type: printable ASCII, else false. */
+static bool type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
+{
+	uint64_t type, name;
+	size_t i;
+
+	if (rd64(pid, obj + OB_TYPE, &type) || rd64(pid, type + TP_NAME, &name))
+		return false;
+	memset(buf, 0, len);
+	/* the name may end near the end of a mapping: shorter reads too */
+	while (len > 8 && symbols__read_mem(pid, name, buf, len - 1))
+		len /= 2;
+	buf[len - 1] = 0;
+	for (i = 0; buf[i]; i++)
+		if (buf[i] < 0x20 || buf[i] > 0x7e)
+			return false;
+	return i > 0;
+}
+
+/* An int of up to 64 bits, as text; false when larger or unreadable. */
+static bool int_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
+		     char *out, size_t len)
+{
+	uint64_t word, mag = 0;
+	uint32_t digits[3];
+	int64_t size;
+	bool neg;
+	int n, i;
+
+	if (rd64(pid, obj + OB_SIZE, &word))
+		return false;
+	if (proc->off.version_hex >= 0x030c0000) {
+		n = (int)(word >> 3);
+		neg = (word & 3) == 2;
+		if ((word & 3) == 1)
+			n = 0;
+	} else {
+		size = (int64_t)word;
+		neg = size < 0;
+		n = (int)(neg ? -size : size);
+	}
+	if (n < 0 || n > 3 ||
+	    (n && symbols__read_mem(pid, obj + LONG_DIGITS, digits, n * 4)))
+		return false;
+	for (i = n - 1; i >= 0; i--) {
+		if (digits[i] >> 30 || (i == 2 && digits[i] > 0xf))
+			return false;
+		mag = mag << 30 | digits[i];
+	}
+	if (neg)
+		snprintf(out, len, "-%" PRIu64, mag);
+	else
+		snprintf(out, len, "%" PRIu64, mag);
+	return true;
+}
+
+/* A quoted, escaped, shortened text: 'abc...' */
+static void quoted(const char *prefix, const uint8_t *s, size_t n, bool utf8,
+		   char *out, size_t len)
+{
+	size_t o = 0, i;
+
+	o += snprintf(out, len, "%s'", prefix);
+	for (i = 0; i < n && o + 8 < len; i++) {
+		uint8_t c = s[i];
+
+		if (c == '\'' || c == '\\')
+			o += snprintf(out + o, len - o, "\\%c", c);
+		else if (c >= 0x20 && (c < 0x7f || (utf8 && c >= 0x80)))
+			out[o++] = (char)c;
+		else
+			o += snprintf(out + o, len - o, "\\x%02x", c);
+	}
+	if (i < n)
+		o += snprintf(out + o, len - o, "...");
+	snprintf(out + o, len - o, "'");
+}
+
+static void value_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
+		       char *out, size_t len)
+{
+	char type[64];
+	uint64_t size;
+	uint8_t *bytes;
+	size_t blen;
+	double d;
+	char *s;
+
+	if (!type_name(pid, obj, type, sizeof(type))) {
+		snprintf(out, len, "<unreadable at 0x%" PRIx64 ">", obj);
+		return;
+	}
+	if (!strcmp(type, "NoneType")) {
+		snprintf(out, len, "None");
+	} else if (!strcmp(type, "bool") && int_text(pid, proc, obj, out, len)) {
+		snprintf(out, len, "%s", strcmp(out, "0") ? "True" : "False");
+	} else if (!strcmp(type, "int") && int_text(pid, proc, obj, out, len)) {
+		/* done */
+	} else if (!strcmp(type, "float") &&
+		   !symbols__read_mem(pid, obj + FLOAT_VALUE, &d, sizeof(d))) {
+		snprintf(out, len, "%.17g", d);
+	} else if (!strcmp(type, "str") &&
+		   (s = symbols__read_str(pid, proc, obj))) {
+		quoted("", (uint8_t *)s, strlen(s), true, out, len);
+		free(s);
+	} else if (!strcmp(type, "bytes") &&
+		   !symbols__read_bytes(pid, proc, obj, &bytes, &blen)) {
+		quoted("b", bytes, blen, false, out, len);
+		free(bytes);
+	} else if ((!strcmp(type, "list") || !strcmp(type, "tuple")) &&
+		   !rd64(pid, obj + OB_SIZE, &size) && size < (1ULL << 40)) {
+		snprintf(out, len, "<%s of %" PRIu64 ">", type, size);
+	} else if (!strcmp(type, "dict") &&
+		   !rd64(pid, obj + DICT_USED, &size) && size < (1ULL << 40)) {
+		snprintf(out, len, "<dict of %" PRIu64 ">", size);
+	} else {
+		snprintf(out, len, "<%s at 0x%" PRIx64 ">", type, obj);
+	}
+}
+
+/* Which of the code's names are locals: n of them, flags in is_local. */
+static int local_slots(pid_t pid, const struct py_proc *proc, uint64_t code,
+		       uint64_t names, bool *is_local, int n)
+{
+	const struct py_offsets *off = &proc->off;
+	uint8_t *kinds;
+	size_t klen;
+	int32_t nlocals;
+	uint64_t k;
+	int i;
+
+	if (off->code_nlocals != PY_OFF_NONE) {
+		if (symbols__read_mem(pid, code + off->code_nlocals, &nlocals,
+				      sizeof(nlocals)) || nlocals < 0)
+			return -EFAULT;
+		for (i = 0; i < n; i++)
+			is_local[i] = i < nlocals;
+		return 0;
+	}
+	(void)names;
+	if (off->code_localskinds == PY_OFF_NONE ||
+	    rd64(pid, code + off->code_localskinds, &k) ||
+	    symbols__read_bytes(pid, proc, k, &kinds, &klen))
+		return -EFAULT;
+	for (i = 0; i < n; i++)
+		is_local[i] = (size_t)i < klen && (kinds[i] & CO_FAST_LOCAL);
+	free(kinds);
+	return 0;
+}
+
+int pylocals__read(pid_t pid, const struct py_proc *proc, uint64_t frame,
+		   uint64_t code, struct pylocal *out, int max)
+{
+	const struct py_offsets *off = &proc->off;
+	bool is_local[MAX_NAMES];
+	uint64_t names, n, name, value;
+	int i, got = 0;
+	char *s;
+
+	if (off->frame_localsplus == PY_OFF_NONE ||
+	    off->code_varnames == PY_OFF_NONE || !off->tuple_items ||
+	    off->tuple_items == PY_OFF_NONE)
+		return -ENOTSUP;
+	if (rd64(pid, code + off->code_varnames, &names) ||
+	    rd64(pid, names + OB_SIZE, &n))
+		return -EFAULT;
+	if (n > MAX_NAMES)
+		n = MAX_NAMES;
+	if (local_slots(pid, proc, code, names, is_local, (int)n))
+		return -EFAULT;
+	for (i = 0; i < (int)n && got < max; i++) {
+		if (!is_local[i] ||
+		    rd64(pid, names + off->tuple_items + 8 * (uint64_t)i, &name) ||
+		    rd64(pid, frame + off->frame_localsplus + 8 * (uint64_t)i,
+			 &value))
+			continue;
+		value &= off->code_tag_mask;	/* 3.14+: tagged references */
+		if (!value)
+			continue;		/* not bound yet */
+		s = symbols__read_str(pid, proc, name);
+		snprintf(out[got].name, sizeof(out[got].name), "%s",
+			 s ? s : "?");
+		free(s);
+		value_text(pid, proc, value, out[got].value,
+			   sizeof(out[got].value));
+		got++;
+	}
+	return got;
+}
