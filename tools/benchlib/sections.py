@@ -696,6 +696,43 @@ def _switcher(ctx):
     return exe
 
 
+def _empty_hooks(ctx):
+    """Empty sched_switch and sys_exit programs and their loader
+    (tools/bench_workloads/empty_hooks*.c), built once."""
+    d = os.path.dirname(ctx.outdir)
+    obj, exe = os.path.join(d, "empty_hooks.bpf.o"), os.path.join(d, "empty_hooks")
+    arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    if not os.path.exists(obj):
+        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_" + arch,
+                        "-I" + os.path.join(common.REPO, "vmlinux", os.uname().machine), "-c",
+                        os.path.join(WORKLOADS, "empty_hooks.bpf.c"), "-o", obj], check=True)
+    if not os.path.exists(exe):
+        subprocess.run(["cc", "-O2", "-Wall", "-o", exe, os.path.join(WORKLOADS, "empty_hooks.c"),
+                        "-lbpf"], check=True)
+    return exe, obj
+
+
+def _empty_window(ctx, seconds):
+    """The empty programs' run time over `seconds`.  bpf_stats must be on."""
+    exe, obj = _empty_hooks(ctx)
+    loader = common.start_ready([exe, obj], stdin=subprocess.PIPE)
+    try:
+        progs, _ = common.prog_ids_for(loader[0].pid)
+        st0 = common.prog_stats(progs)
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        st1 = common.prog_stats(progs)
+        t1 = time.monotonic()
+    finally:
+        _kill([loader])
+    costs = _prog_costs(st0, st1)
+    # named as pysight's, so that the tables read them in the same columns
+    named = {("pysight_switch" if n.startswith("empty_switch") else "pysight_sys_exit"): c
+             for n, c in costs.items()}
+    total = sum(c["run_time_ns"] for c in costs.values())
+    return {"wall": t1 - t0, "progs": named, "bpf_cpu_pct": 100.0 * total / 1e9 / (t1 - t0)}
+
+
 def _prog_costs(st0, st1):
     """{prog name: {run_time_ns, run_cnt, ns_per_run}} between two
     prog_stats() readings; names summed (one program each per pysight)."""
@@ -763,6 +800,7 @@ PER_SWITCH_CASES = [
      "c", "other"),
     ("nonpy_host", "non-Python tasks: C pipe ping-pong, pysight host-wide", "c", "host"),
     ("py_target", "Python threads: queue.Queue ping-pong, pysight -p it", "py", "self"),
+    ("empty", "reference: empty programs on the same hooks, C pipe ping-pong", "c", "empty"),
 ]
 
 
@@ -783,7 +821,10 @@ def offcpu_per_switch(ctx, rounds, secs):
                     else:
                         pids = None if how == "host" else [wl[0].pid]
                     _go([wl])
-                    w = _bpf_window(ctx, pids, ["--mode", "wall"], secs, ctx.tag("sw-" + key))
+                    if how == "empty":
+                        w = _empty_window(ctx, secs)
+                    else:
+                        w = _bpf_window(ctx, pids, ["--mode", "wall"], secs, ctx.tag("sw-" + key))
                 finally:
                     _kill([wl] + ([idle] if idle else []))
                 w.update(case=key, round=rnd)
