@@ -1,12 +1,13 @@
 """Two Python threads handing one item back and forth through queue.Queue.
 
-usage: queue_pingpong.py SECONDS
+usage: queue_pingpong.py SECONDS [CPU]
 
 Every hand-off wakes the other thread through a condition variable (a
 futex), so each round trip is at least two context switches of Python
 threads: the Python counterpart of a pipe ping-pong.  Prints "ready PID",
 waits for a line on stdin so that a profiler can attach first, runs
-SECONDS and prints {"round_trips": N, "wall": S, "rate": N/S}.
+SECONDS and prints {"round_trips": N, "wall": S, "rate": N/S}.  With CPU,
+both threads run there (as switcher.c's ping-pong does).
 """
 import json
 import os
@@ -26,6 +27,8 @@ def echo(ping, pong):
 
 def main():
     seconds = float(sys.argv[1])
+    if len(sys.argv) > 2:
+        os.sched_setaffinity(0, {int(sys.argv[2])})
     ping, pong = queue.Queue(), queue.Queue()
     t = threading.Thread(target=echo, args=(ping, pong), name="echo")
     t.start()

@@ -3,10 +3,11 @@
  * Context-switch workloads without Python, for the off-CPU and cgroup
  * benchmarks (tools/benchlib/sections.py builds this with cc).
  *
- *   switcher pingpong SECONDS
+ *   switcher pingpong SECONDS [CPU]
  *	Two processes hand one byte back and forth over two pipes, as
  *	`perf bench sched pipe` does: every round trip is two switches per
- *	side.  Prints "ready PID", waits for a line on stdin (so that a
+ *	side.  With CPU, both run there: every hand-off is then a switch on
+ *	that CPU, with no cross-CPU wake-up or idle exit to add noise.  Prints "ready PID", waits for a line on stdin (so that a
  *	profiler can attach first), runs SECONDS and prints
  *	{"round_trips": N, "wall": S, "rate": N/S}.
  *
@@ -17,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int pingpong(double seconds)
+static int pingpong(double seconds, int cpu)
 {
 	int ping[2], pong[2];
 	char c = 0, line[64];
@@ -41,6 +43,16 @@ static int pingpong(double seconds)
 	double t0, t1;
 	pid_t child;
 
+	if (cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) {
+			perror("sched_setaffinity");
+			return 1;
+		}
+	}
 	if (pipe(ping) || pipe(pong)) {
 		perror("pipe");
 		return 1;
@@ -134,11 +146,11 @@ static int busy(int threads, long spin_us, long sleep_us, double seconds)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "pingpong"))
-		return pingpong(atof(argv[2]));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "pingpong"))
+		return pingpong(atof(argv[2]), argc == 4 ? atoi(argv[3]) : -1);
 	if (argc == 6 && !strcmp(argv[1], "busy"))
 		return busy(atoi(argv[2]), atol(argv[3]), atol(argv[4]), atof(argv[5]));
-	fprintf(stderr, "usage: switcher pingpong SECONDS\n"
+	fprintf(stderr, "usage: switcher pingpong SECONDS [CPU]\n"
 			"       switcher busy THREADS SPIN_US SLEEP_US SECONDS\n");
 	return 2;
 }

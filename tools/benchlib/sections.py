@@ -787,10 +787,13 @@ def _go(procs):
 
 
 def _pingpong_procs(ctx, kind, seconds):
+    # both sides on the last CPU: a cross-CPU hand-off's wake-up and idle
+    # exit spread unpinned runs on this VM from -50% to +25% of their median
+    cpu = os.cpu_count() - 1
     if kind == "c":
-        argv = [_switcher(ctx), "pingpong", seconds]
+        argv = [_switcher(ctx), "pingpong", seconds, cpu]
     else:
-        argv = [ctx.python, ctx.wl("queue_pingpong.py"), seconds]
+        argv = [ctx.python, ctx.wl("queue_pingpong.py"), seconds, cpu]
     return common.start_ready(argv, stdin=subprocess.PIPE)
 
 
@@ -1058,7 +1061,7 @@ def section_cgroup(ctx):
     """--cgroup: with many busy tasks outside the filter, the early return
     of the perf_event and sched_switch programs, against the -p one."""
     q = ctx.quick
-    rounds = 2 if q else 5
+    rounds = 2 if q else 7
     secs = 1.5 if q else 3.0
     nthreads, spin_us, sleep_us = 500, 5, 20000
     mount = _cgroup2_mount()
@@ -1109,6 +1112,13 @@ def section_cgroup(ctx):
             cs = [(_prog(w["progs"], prefix), w["wall"]) for w in ws]
             row[prog + "_ns"] = summarize([c["ns_per_run"] for c, _ in cs if c])
             row[prog + "_per_s"] = summarize([c["run_cnt"] / wall for c, wall in cs if c])
+            # paired with the -p run of the same round: the load of the
+            # shared host moves both together
+            pid_ns = {w["round"]: (_prog(w["progs"], prefix) or {}).get("ns_per_run")
+                      for w in runs if w["case"] == "pid" and "error" not in w}
+            row[prog + "_vs_pid_ns"] = summarize(
+                [c["ns_per_run"] - pid_ns[w["round"]] for (c, _), w in zip(cs, ws)
+                 if c and c["ns_per_run"] is not None and pid_ns.get(w["round"]) is not None])
         table.append(row)
     return {"tasks": nthreads, "spin_us": spin_us, "sleep_us": sleep_us, "seconds": secs,
             "rounds": rounds, "cgroup": cg, "runs": runs, "table": table}
