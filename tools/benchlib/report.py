@@ -366,13 +366,16 @@ def _find(table, **kw):
 def _offcpu_targets(s):
     out = []
     ps = (s.get("per_switch") or {}).get("table")
+    floor = _med((_find(ps, case="empty") or {}).get("switch_ns"))
     for case, what in (("nonpy_p", "-p another process"), ("nonpy_host", "host-wide")):
         r = _find(ps, case=case)
         if r and r.get("switch_ns"):
             v = _med(r["switch_ns"])
             out.append(["--mode wall: <= 150 ns added per switch of a non-Python task (%s)" % what,
-                        "%.0f ns per sched_switch run, plus %s ns per sys_exit run"
-                        % (v, _m(r.get("sys_exit_ns"), "%.0f")), _yes(v <= 150)])
+                        "%.0f ns per sched_switch run%s, plus %s ns per sys_exit run"
+                        % (v, "" if floor is None else
+                           " (%.0f above an empty program's %.0f)" % (v - floor, floor),
+                           _m(r.get("sys_exit_ns"), "%.0f")), _yes(v <= 150)])
     r = _find(ps, case="py_target")
     if r and r.get("switch_ns"):
         out.append(["--mode wall: per switch, Python threads that are the target (no target set)",

@@ -856,7 +856,8 @@ SLOWDOWN_CONDS = {
     "c": [("none", "no profiler", None, None),
           ("cpu_host", "pysight --mode cpu, host-wide", ["--mode", "cpu"], "host"),
           ("wall_p", "pysight --mode wall -p another Python process", ["--mode", "wall"], "other"),
-          ("wall_host", "pysight --mode wall, host-wide", ["--mode", "wall"], "host")],
+          ("wall_host", "pysight --mode wall, host-wide", ["--mode", "wall"], "host"),
+          ("empty", "empty programs on the same two hooks (the floor)", "empty", None)],
     "py": [("none", "no profiler", None, None),
            ("cpu_p", "pysight --mode cpu -p it", ["--mode", "cpu"], "self"),
            ("wall_p", "pysight --mode wall -p it", ["--mode", "wall"], "self"),
@@ -866,9 +867,13 @@ SLOWDOWN_CONDS = {
 
 def _pingpong_run(ctx, kind, key, opts, how, secs):
     wl = _pingpong_procs(ctx, kind, secs)
-    idle = run = None
+    idle = run = loader = None
     try:
-        if opts is not None:
+        if opts == "empty":
+            exe, obj = _empty_hooks(ctx)
+            loader = common.start_ready([exe, obj], stdin=subprocess.PIPE)
+            time.sleep(0.3)
+        elif opts is not None:
             if how == "other":
                 idle = common.start_ready([ctx.python, ctx.wl("light.py"), secs + 60, 0.1, 1000])
                 pids = [idle[0].pid]
@@ -887,7 +892,7 @@ def _pingpong_run(ctx, kind, key, opts, how, secs):
         if run:
             run.stop()
             run.wait(30)
-        _kill([wl] + ([idle] if idle else []))
+        _kill([wl] + [p for p in (idle, loader) if p])
     return {"kind": kind, "cond": key, "rate": out["rate"], "round_trips": out["round_trips"]}
 
 
