@@ -706,7 +706,8 @@ def _empty_hooks(ctx):
         subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_" + arch,
                         "-I" + os.path.join(common.REPO, "vmlinux", os.uname().machine), "-c",
                         os.path.join(WORKLOADS, "empty_hooks.bpf.c"), "-o", obj], check=True)
-    if not os.path.exists(exe):
+    src = os.path.join(WORKLOADS, "empty_hooks.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
         subprocess.run(["cc", "-O2", "-Wall", "-o", exe, os.path.join(WORKLOADS, "empty_hooks.c"),
                         "-lbpf"], check=True)
     return exe, obj
@@ -857,7 +858,9 @@ SLOWDOWN_CONDS = {
           ("cpu_host", "pysight --mode cpu, host-wide", ["--mode", "cpu"], "host"),
           ("wall_p", "pysight --mode wall -p another Python process", ["--mode", "wall"], "other"),
           ("wall_host", "pysight --mode wall, host-wide", ["--mode", "wall"], "host"),
-          ("empty", "empty programs on the same two hooks (the floor)", "empty", None)],
+          ("empty", "empty programs on the same two hooks (the floor)", "empty", None),
+          ("empty_switch", "an empty sched_switch program alone", "empty", ["empty_switch"]),
+          ("empty_sys_exit", "an empty sys_exit program alone", "empty", ["empty_sys_exit"])],
     "py": [("none", "no profiler", None, None),
            ("cpu_p", "pysight --mode cpu -p it", ["--mode", "cpu"], "self"),
            ("wall_p", "pysight --mode wall -p it", ["--mode", "wall"], "self"),
@@ -871,7 +874,7 @@ def _pingpong_run(ctx, kind, key, opts, how, secs):
     try:
         if opts == "empty":
             exe, obj = _empty_hooks(ctx)
-            loader = common.start_ready([exe, obj], stdin=subprocess.PIPE)
+            loader = common.start_ready([exe, obj] + list(how or []), stdin=subprocess.PIPE)
             time.sleep(0.3)
         elif opts is not None:
             if how == "other":
