@@ -1,4 +1,4 @@
-"""The five measurements of docs/BENCHMARKS.md.  Each returns a JSON-able dict."""
+"""The measurements of docs/BENCHMARKS.md, one function per section.  Each returns a JSON-able dict."""
 import json
 import os
 import subprocess
