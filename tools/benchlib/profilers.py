@@ -167,8 +167,9 @@ def _start(tool, argv, out):
     return proc, LineReader(proc.stderr)
 
 
-def attach(tool, pids, rate, outdir, tag, threads=False, duration=None):
-    """Start `tool` on running pids.  pids=None: pysight host-wide."""
+def attach(tool, pids, rate, outdir, tag, threads=False, duration=None, extra=()):
+    """Start `tool` on running pids.  pids=None: pysight host-wide.
+    extra: more pysight options (--mode wall, --cgroup PATH)."""
     procs, readers, outs, argvs = [], [], [], []
     if tool == "pysight":
         out = os.path.join(outdir, "%s.folded" % tag)
@@ -179,6 +180,7 @@ def attach(tool, pids, rate, outdir, tag, threads=False, duration=None):
             argv.append("--threads")
         if duration:
             argv += ["-d", duration]
+        argv += list(extra)
         p, r = _start(tool, argv, out)
         procs, readers, outs, argvs = [p], [r], [out], [argv]
     else:

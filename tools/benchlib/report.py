@@ -1,5 +1,6 @@
 """Markdown for docs/BENCHMARKS.md, and the targets check."""
 from .profilers import LABELS
+from .sections import WALL_LABELS
 
 
 def _m(s, fmt="%.2f"):
@@ -189,15 +190,97 @@ def markdown(res):
                      % (st["rate"], st["seconds"], st.get("distinct_stacks"), st.get("samples"),
                         st.get("lost"), _mib(st.get("maxrss_kib"))))
             L.append("")
-    L.append("#### 5. Off-CPU tracing cost")
-    L.append("")
-    L.append("Not yet available: pysight has no wall-clock (off-CPU) mode yet.")
-    L.append("")
+    if res.get("offcpu"):
+        L += _offcpu_md(res["offcpu"])
+    if res.get("cgroup"):
+        L += _cgroup_md(res["cgroup"])
     L.append("#### Targets")
     L.append("")
     L.append(_table(["target", "measured", "met"], [[t, m, ok] for t, m, ok in targets(res)]))
     L.append("")
     return "\n".join(L)
+
+
+def _offcpu_md(s):
+    L = ["#### 5. Off-CPU tracing cost (`--mode wall|off`)", ""]
+    ps = s.get("per_switch") or {}
+    if "error" in ps:
+        L += ["Per switch: FAILED: %s" % ps["error"], ""]
+    elif ps:
+        L.append("5a. BPF run time per run of pysight's programs, `--mode wall -r 1000`, bpf_stats "
+                 "on, %.0f s windows, median over rounds (min to max).  `sched_switch` runs on "
+                 "every context switch of the host, `sys_exit` on every system call's return."
+                 % ps["seconds"])
+        L.append("")
+        rows = [[r["label"], _m(r["switch_ns"], "%.0f"), _m(r["switch_per_s"], "%.0f"),
+                 _m(r["sys_exit_ns"], "%.0f"), _m(r["sys_exit_per_s"], "%.0f"),
+                 _m(r["on_cpu_ns"], "%.0f"), _m(r["bpf_cpu_pct"], "%.2f%%")]
+                for r in ps["table"]]
+        L.append(_table(["switches of", "sched_switch ns/run", "switches/s", "sys_exit ns/run",
+                         "sys_exits/s", "perf_event ns/run", "all programs, % of a core"], rows))
+        L.append("")
+    sd = s.get("slowdown") or {}
+    if "error" in sd:
+        L += ["Slowdown: FAILED: %s" % sd["error"], ""]
+    elif sd:
+        L.append("5b. Ping-pong round trips per second, %.0f s runs, bpf_stats off, pysight at "
+                 "`-r 100`.  Slowdown is 1 - rate / rate of 'no profiler' in the same round; "
+                 "for 'no profiler' it is the spread of its own runs around their median."
+                 % sd["seconds"])
+        L.append("")
+        rows = [["C pipe ping-pong" if r["kind"] == "c" else "Python queue.Queue ping-pong",
+                 r["label"], _m(r["rate"], "%.0f"), _m(r["slowdown_pct"], "%+.1f%%")]
+                for r in sd["table"]]
+        L.append(_table(["workload", "condition", "round trips/s", "slowdown"], rows))
+        L.append("")
+    ac = s.get("accuracy") or {}
+    if "error" in ac:
+        L += ["Accuracy: FAILED: %s" % ac["error"], ""]
+    elif ac:
+        L.append("5c. Wall time against the workload's own clock: `tests/workloads/offcpu.py "
+                 "cycle %.0f` (20 ms burn, 50 ms sleep, 30 ms lock wait), launched by each "
+                 "profiler at %d Hz.  Share: the phase's share of the three phases' time in the "
+                 "profile (truth in brackets).  Seen/truth: the phase's time in the profile over "
+                 "its time measured by the workload.  Error: the largest gap in points."
+                 % (ac["seconds"], ac["rate"]))
+        L.append("")
+        rows = []
+        for r in ac["table"]:
+            rows.append([WALL_LABELS[r["tool"]], _m(r["error_pp"])]
+                        + ["%s [%s]" % (_m(r["share_" + k], "%.1f"),
+                                        _m(r["truth_share_" + k], "%.1f"))
+                           for k in ("burn", "sleep", "lock")]
+                        + [_m(r["over_" + k]) for k in ("burn", "sleep", "lock")]
+                        + [_m(r["total_over_truth"])])
+        L.append(_table(["profiler", "error (points)", "burn share %", "sleep share %",
+                         "lock share %", "burn seen/truth", "sleep seen/truth",
+                         "lock seen/truth", "total seen/truth"], rows))
+        L.append("")
+    return L
+
+
+def _cgroup_md(s):
+    L = ["#### 6. The cgroup filter's early return (`--cgroup`)", ""]
+    if "error" in s:
+        return L + ["FAILED: %s" % s["error"], ""]
+    L.append("%d threads outside the filter (a C program: each spins %d us, then sleeps %d ms), "
+             "pysight `--mode wall -r 1000`, bpf_stats on, %.0f s windows, %d rounds, median "
+             "(min to max).  The cgroup is an empty one made for the run."
+             % (s["tasks"], s["spin_us"], s["sleep_us"] // 1000, s["seconds"], s["rounds"]))
+    L.append("")
+    rows = [[r["label"], _m(r["on_cpu_ns"], "%.0f"),
+             "-" if r["case"] == "pid" else _m(r.get("on_cpu_vs_pid_ns"), "%+.0f"),
+             _m(r["on_cpu_per_s"], "%.0f"), _m(r["switch_ns"], "%.0f"),
+             "-" if r["case"] == "pid" else _m(r.get("switch_vs_pid_ns"), "%+.0f"),
+             _m(r["switch_per_s"], "%.0f"), _m(r["sys_exit_ns"], "%.0f"),
+             _m(r["bpf_cpu_pct"], "%.2f%%")] for r in s["table"]]
+    L.append("\"vs -p\": the difference from the `-p` run of the same round, ns.")
+    L.append("")
+    L.append(_table(["pysight pointed at", "perf_event ns/run", "vs -p", "perf_event runs/s",
+                     "sched_switch ns/run", "vs -p", "switches/s", "sys_exit ns/run",
+                     "all programs, % of a core"], rows))
+    L.append("")
+    return L
 
 
 def _row(sec, **kw):
@@ -268,4 +351,66 @@ def targets(res):
         out.append(["RSS < 64 MiB with 100k distinct stacks",
                     "%s with %d distinct stacks" % (_mib(st["maxrss_kib"]), n),
                     _yes(ok) if n >= 100000 else _yes(ok) + " (only %d stacks)" % n])
+    out += _offcpu_targets(res.get("offcpu") or {})
+    out += _cgroup_targets(res.get("cgroup") or {})
+    return out
+
+
+def _find(table, **kw):
+    for r in table or []:
+        if all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def _offcpu_targets(s):
+    out = []
+    ps = (s.get("per_switch") or {}).get("table")
+    floor = _med((_find(ps, case="empty") or {}).get("switch_ns"))
+    for case, what in (("nonpy_p", "-p another process"), ("nonpy_host", "host-wide")):
+        r = _find(ps, case=case)
+        if r and r.get("switch_ns"):
+            v = _med(r["switch_ns"])
+            out.append(["--mode wall: <= 150 ns added per switch of a non-Python task (%s)" % what,
+                        "%.0f ns per sched_switch run%s, plus %s ns per sys_exit run"
+                        % (v, "" if floor is None else
+                           " (%.0f above an empty program's %.0f)" % (v - floor, floor),
+                           _m(r.get("sys_exit_ns"), "%.0f")), _yes(v <= 150)])
+    r = _find(ps, case="py_target")
+    if r and r.get("switch_ns"):
+        out.append(["--mode wall: per switch, Python threads that are the target (no target set)",
+                    "%.0f ns per sched_switch run" % _med(r["switch_ns"]), "-"])
+    sd = (s.get("slowdown") or {}).get("table")
+    for kind, cond, limit, what in (("c", "wall_p", 3.0, "non-Python, -p another process"),
+                                    ("c", "wall_host", 3.0, "non-Python, host-wide"),
+                                    ("py", "wall_p", 10.0, "Python, -p it")):
+        r = _find(sd, kind=kind, cond=cond)
+        nr = _find(sd, kind=kind, cond="none")
+        if r and r.get("slowdown_pct"):
+            v = _med(r["slowdown_pct"])
+            out.append(["--mode wall: ping-pong slowdown <= %.0f%% (%s)" % (limit, what),
+                        "%+.1f%% (no-profiler spread %s)"
+                        % (v, _m((nr or {}).get("slowdown_pct"), "%+.1f%%")), _yes(v <= limit)])
+    return out
+
+
+def _cgroup_targets(s):
+    out = []
+    pid = _find(s.get("table"), case="pid")
+    cg = _find(s.get("table"), case="cgroup")
+    if not pid or not cg:
+        return out
+    for prog in ("on_cpu", "switch"):
+        a, b = _med(cg.get(prog + "_ns")), _med(pid.get(prog + "_ns"))
+        if a is None or b is None:
+            continue
+        d = cg.get(prog + "_vs_pid_ns")
+        # within the spread of the paired differences, it is not resolved
+        ok = None if d and d["min"] < 0 < d["max"] else a <= b
+        out.append(["--cgroup: %s early return with %d busy tasks outside <= the -p one"
+                    % ("perf_event" if prog == "on_cpu" else "sched_switch", s["tasks"]),
+                    "%.0f ns against %.0f ns; paired difference %s ns"
+                    % (a, b, _m(d, "%+.0f")),
+                    _yes(ok) if ok is not None else "not resolved: the paired difference "
+                    "straddles 0"])
     return out

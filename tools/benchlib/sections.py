@@ -1,4 +1,4 @@
-"""The five measurements of docs/BENCHMARKS.md.  Each returns a JSON-able dict."""
+"""The measurements of docs/BENCHMARKS.md, one function per section.  Each returns a JSON-able dict."""
 import json
 import os
 import subprocess
@@ -680,6 +680,453 @@ def section_scale(ctx):
     return res
 
 
+# --------------------------------------------------------------------------
+# Item 5: off-CPU tracing cost (--mode wall|off) and the cgroup filter
+
+SWITCHER_SRC = os.path.join(WORKLOADS, "switcher.c")
+
+
+def _switcher(ctx):
+    """tools/bench_workloads/switcher.c, built once into the output dir."""
+    exe = os.path.join(os.path.dirname(ctx.outdir), "switcher")
+    if (not os.path.exists(exe)
+            or os.path.getmtime(exe) < os.path.getmtime(SWITCHER_SRC)):
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-pthread", "-o", exe, SWITCHER_SRC],
+                       check=True)
+    return exe
+
+
+def _empty_hooks(ctx):
+    """Empty sched_switch and sys_exit programs and their loader
+    (tools/bench_workloads/empty_hooks*.c), built once."""
+    d = os.path.dirname(ctx.outdir)
+    obj, exe = os.path.join(d, "empty_hooks.bpf.o"), os.path.join(d, "empty_hooks")
+    arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    if not os.path.exists(obj):
+        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_" + arch,
+                        "-I" + os.path.join(common.REPO, "vmlinux", os.uname().machine), "-c",
+                        os.path.join(WORKLOADS, "empty_hooks.bpf.c"), "-o", obj], check=True)
+    src = os.path.join(WORKLOADS, "empty_hooks.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        subprocess.run(["cc", "-O2", "-Wall", "-o", exe, os.path.join(WORKLOADS, "empty_hooks.c"),
+                        "-lbpf"], check=True)
+    return exe, obj
+
+
+def _empty_window(ctx, seconds):
+    """The empty programs' run time over `seconds`.  bpf_stats must be on."""
+    exe, obj = _empty_hooks(ctx)
+    loader = common.start_ready([exe, obj], stdin=subprocess.PIPE)
+    try:
+        progs, _ = common.prog_ids_for(loader[0].pid)
+        st0 = common.prog_stats(progs)
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        st1 = common.prog_stats(progs)
+        t1 = time.monotonic()
+    finally:
+        _kill([loader])
+    costs = _prog_costs(st0, st1)
+    # named as pysight's, so that the tables read them in the same columns
+    named = {("pysight_switch" if n.startswith("empty_switch") else "pysight_sys_exit"): c
+             for n, c in costs.items()}
+    total = sum(c["run_time_ns"] for c in costs.values())
+    return {"wall": t1 - t0, "progs": named, "bpf_cpu_pct": 100.0 * total / 1e9 / (t1 - t0)}
+
+
+def _prog_costs(st0, st1):
+    """{prog name: {run_time_ns, run_cnt, ns_per_run}} between two
+    prog_stats() readings; names summed (one program each per pysight)."""
+    res = {}
+    for i, p in st1.items():
+        if i not in st0:
+            continue
+        r = res.setdefault(p["name"], {"run_time_ns": 0, "run_cnt": 0})
+        r["run_time_ns"] += p["run_time_ns"] - st0[i]["run_time_ns"]
+        r["run_cnt"] += p["run_cnt"] - st0[i]["run_cnt"]
+    for r in res.values():
+        r["ns_per_run"] = r["run_time_ns"] / r["run_cnt"] if r["run_cnt"] else None
+    return res
+
+
+def _prog(costs, prefix):
+    """The program whose name starts with prefix (bpftool may cut names at
+    15 characters: pysight_sys_exi)."""
+    for name, c in costs.items():
+        if name and name.startswith(prefix):
+            return c
+    return None
+
+
+def _bpf_window(ctx, pids, extra, seconds, tag):
+    """pysight (-p pids, or host-wide) with extra options; run time and
+    count of each of its programs over `seconds`.  bpf_stats must be on."""
+    run = profilers.attach("pysight", pids, 1000, ctx.outdir, tag, extra=extra)
+    try:
+        run.wait_ready()
+        time.sleep(0.3)
+        progs, _ = common.prog_ids_for(run.procs[0].pid)
+        st0 = common.prog_stats(progs)
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        st1 = common.prog_stats(progs)
+        t1 = time.monotonic()
+    finally:
+        run.stop()
+        run.wait(30)
+    costs = _prog_costs(st0, st1)
+    wall = t1 - t0
+    total = sum(c["run_time_ns"] for c in costs.values())
+    return {"wall": wall, "progs": costs, "bpf_cpu_pct": 100.0 * total / 1e9 / wall,
+            "summary": profilers.parse_pysight_summary(run.stderr)}
+
+
+def _go(procs):
+    for p, _ in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+
+
+def _pingpong_procs(ctx, kind, seconds):
+    # both sides on the last CPU: a cross-CPU hand-off's wake-up and idle
+    # exit spread unpinned runs on this VM from -50% to +25% of their median
+    cpu = os.cpu_count() - 1
+    if kind == "c":
+        argv = [_switcher(ctx), "pingpong", seconds, cpu]
+    else:
+        argv = [ctx.python, ctx.wl("queue_pingpong.py"), seconds, cpu]
+    return common.start_ready(argv, stdin=subprocess.PIPE)
+
+
+PER_SWITCH_CASES = [
+    # (key, label, workload, how pysight is pointed)
+    ("nonpy_p", "non-Python tasks: C pipe ping-pong, pysight -p another (idle) Python process",
+     "c", "other"),
+    ("nonpy_host", "non-Python tasks: C pipe ping-pong, pysight host-wide", "c", "host"),
+    ("py_target", "Python threads: queue.Queue ping-pong, pysight -p it", "py", "self"),
+    ("empty", "reference: empty programs on the same hooks, C pipe ping-pong", "c", "empty"),
+]
+
+
+def offcpu_per_switch(ctx, rounds, secs):
+    """ns per run of the sched_switch program for switches of tasks that
+    are not wanted (non-Python) and of Python threads that are."""
+    runs = []
+    with common.BpfStats():
+        for rnd in range(rounds):
+            for key, label, kind, how in _rotate(PER_SWITCH_CASES, rnd):
+                wl = _pingpong_procs(ctx, kind, secs + 30)
+                idle = None
+                try:
+                    if how == "other":
+                        idle = common.start_ready([ctx.python, ctx.wl("light.py"), secs + 30,
+                                                   0.1, 1000])
+                        pids = [idle[0].pid]
+                    else:
+                        pids = None if how == "host" else [wl[0].pid]
+                    _go([wl])
+                    if how == "empty":
+                        w = _empty_window(ctx, secs)
+                    else:
+                        w = _bpf_window(ctx, pids, ["--mode", "wall"], secs, ctx.tag("sw-" + key))
+                finally:
+                    _kill([wl] + ([idle] if idle else []))
+                w.update(case=key, round=rnd)
+                sw = _prog(w["progs"], "pysight_switch") or {}
+                sx = _prog(w["progs"], "pysight_sys_ex") or {}
+                log("offcpu per switch %s round %d: switch %.0f ns x %d/s, sys_exit %.0f ns x "
+                    "%d/s" % (key, rnd + 1, sw.get("ns_per_run") or -1,
+                              (sw.get("run_cnt") or 0) / w["wall"], sx.get("ns_per_run") or -1,
+                              (sx.get("run_cnt") or 0) / w["wall"]))
+                runs.append(w)
+    table = []
+    for key, label, _, _ in PER_SWITCH_CASES:
+        ws = [w for w in runs if w["case"] == key]
+        row = {"case": key, "label": label, "bpf_cpu_pct": summarize([w["bpf_cpu_pct"] for w in ws])}
+        for prog, prefix in (("switch", "pysight_switch"), ("sys_exit", "pysight_sys_ex"),
+                             ("on_cpu", "pysight_on_cpu")):
+            cs = [(_prog(w["progs"], prefix), w["wall"]) for w in ws]
+            row[prog + "_ns"] = summarize([c["ns_per_run"] for c, _ in cs if c])
+            row[prog + "_per_s"] = summarize([c["run_cnt"] / wall for c, wall in cs if c])
+        table.append(row)
+    return {"seconds": secs, "runs": runs, "table": table}
+
+
+SLOWDOWN_CONDS = {
+    # workload -> [(condition key, label, pysight options, how it is pointed)]
+    "c": [("none", "no profiler", None, None),
+          ("cpu_host", "pysight --mode cpu, host-wide", ["--mode", "cpu"], "host"),
+          ("wall_p", "pysight --mode wall -p another Python process", ["--mode", "wall"], "other"),
+          ("wall_host", "pysight --mode wall, host-wide", ["--mode", "wall"], "host"),
+          ("empty", "empty programs on the same two hooks (the floor)", "empty", None),
+          ("empty_switch", "an empty sched_switch program alone", "empty", ["empty_switch"]),
+          ("empty_sys_exit", "an empty sys_exit program alone", "empty", ["empty_sys_exit"])],
+    "py": [("none", "no profiler", None, None),
+           ("cpu_p", "pysight --mode cpu -p it", ["--mode", "cpu"], "self"),
+           ("wall_p", "pysight --mode wall -p it", ["--mode", "wall"], "self"),
+           ("off_p", "pysight --mode off -p it", ["--mode", "off"], "self")],
+}
+
+
+def _pingpong_run(ctx, kind, key, opts, how, secs):
+    wl = _pingpong_procs(ctx, kind, secs)
+    idle = run = loader = None
+    try:
+        if opts == "empty":
+            exe, obj = _empty_hooks(ctx)
+            loader = common.start_ready([exe, obj] + list(how or []), stdin=subprocess.PIPE)
+            time.sleep(0.3)
+        elif opts is not None:
+            if how == "other":
+                idle = common.start_ready([ctx.python, ctx.wl("light.py"), secs + 60, 0.1, 1000])
+                pids = [idle[0].pid]
+            else:
+                pids = None if how == "host" else [wl[0].pid]
+            run = profilers.attach("pysight", pids, 100, ctx.outdir,
+                                   ctx.tag("pp-%s-%s" % (kind, key)), extra=opts)
+            run.wait_ready()
+            time.sleep(0.3)
+        _go([wl])
+        m = wl[1].wait_for(r'^(\{"round_trips".*)$', secs + 60)
+        if not m:
+            raise RuntimeError("ping-pong gave no result")
+        out = json.loads(m.group(1))
+    finally:
+        if run:
+            run.stop()
+            run.wait(30)
+        _kill([wl] + [p for p in (idle, loader) if p])
+    return {"kind": kind, "cond": key, "rate": out["rate"], "round_trips": out["round_trips"]}
+
+
+def offcpu_slowdown(ctx, rounds, secs):
+    """Round trips per second of a pipe ping-pong (C) and a queue.Queue
+    ping-pong (Python), with no profiler and with pysight in each mode.
+    bpf_stats off: it adds its own cost to every run."""
+    runs = []
+    for rnd in range(rounds):
+        for kind in ("c", "py"):
+            for key, label, opts, how in _rotate(SLOWDOWN_CONDS[kind], rnd):
+                try:
+                    r = _pingpong_run(ctx, kind, key, opts, how, secs)
+                    r["round"] = rnd
+                    runs.append(r)
+                    log("offcpu slowdown %s round %d %s: %.0f round trips/s"
+                        % (kind, rnd + 1, key, r["rate"]))
+                except Exception as e:
+                    log("offcpu slowdown %s %s FAILED: %s" % (kind, key, e))
+                    runs.append({"kind": kind, "cond": key, "round": rnd, "error": str(e)})
+    table = []
+    for kind in ("c", "py"):
+        ok = [r for r in runs if r["kind"] == kind and "error" not in r]
+        none = {r["round"]: r["rate"] for r in ok if r["cond"] == "none"}
+        nmed = summarize(list(none.values()))
+        for key, label, _, _ in SLOWDOWN_CONDS[kind]:
+            rs = [r for r in ok if r["cond"] == key]
+            if key == "none":
+                sd = summarize([100 * (1 - v / nmed["median"]) for v in none.values()]) if nmed else None
+            else:
+                sd = summarize([100 * (1 - r["rate"] / none[r["round"]]) for r in rs
+                                if r["round"] in none])
+            table.append({"kind": kind, "cond": key, "label": label,
+                          "rate": summarize([r["rate"] for r in rs]), "slowdown_pct": sd})
+    return {"seconds": secs, "runs": runs, "table": table}
+
+
+WALL_TOOLS = ["pysight", "py-spy", "py-spy-nb", "austin"]
+WALL_LABELS = {"pysight": "pysight --mode wall", "py-spy": "py-spy --idle",
+               "py-spy-nb": "py-spy --idle --nonblocking", "austin": "austin (wall mode)"}
+PHASES = {"burn_phase": "burn", "sleep_phase": "sleep", "lock_phase": "lock"}
+
+
+def _wall_argv(tool, rate, out, command):
+    if tool == "pysight":
+        return [profilers.PYSIGHT, "record", "--mode", "wall", "-r", rate, "-o", out,
+                "--"] + command
+    if tool == "austin":  # without -s austin samples wall time
+        return [profilers.AUSTIN, "-i", "%dus" % round(1e6 / rate), "-o", out] + command
+    argv = [profilers.PYSPY, "record", "--idle", "-r", rate, "-f", "raw", "-o", out]
+    if tool == "py-spy-nb":
+        argv.append("--nonblocking")
+    return argv + ["--"] + command
+
+
+def _phase_seconds(tool, path, rate):
+    """Seconds each phase function is on the stack, as the tool reports it:
+    pysight's wall profile counts microseconds, austin's wall metric is
+    microseconds, py-spy counts samples at `rate`."""
+    secs = dict.fromkeys(PHASES.values(), 0.0)
+    if not os.path.exists(path):
+        return secs
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            stack, _, count = line.rpartition(" ")
+            try:
+                value = int(count.split(",")[0])
+            except ValueError:
+                continue
+            for fn, phase in PHASES.items():
+                # pysight/py-spy: "burn_phase (file:line)"; austin: "file:burn_phase:line"
+                if (";%s (" % fn) in ";" + stack or (":%s:" % fn) in stack:
+                    secs[phase] += value / 1e6 if tool in ("pysight", "austin") else value / rate
+                    break
+    return secs
+
+
+def offcpu_accuracy_run(ctx, tool, seconds, rate):
+    tag = ctx.tag("wall-%s" % tool)
+    result = os.path.join(ctx.outdir, tag + ".json")
+    out = os.path.join(ctx.outdir, tag + (".austin" if tool == "austin" else ".folded"))
+    cmd = [ctx.python, os.path.join(TEST_WORKLOADS, "offcpu.py"), "cycle", str(seconds), result]
+    proc = common.start([str(a) for a in _wall_argv(tool, rate, out, cmd)],
+                        stderr=subprocess.PIPE, text=True, errors="replace")
+    reader = common.LineReader(proc.stderr)
+    rc, _ = common.wait_rusage(proc, seconds * 8 + 60)
+    reader.join()
+    if not os.path.exists(result):
+        raise RuntimeError("%s: workload wrote no result (rc %s):\n%s"
+                           % (tool, rc, reader.text[-2000:]))
+    with open(result) as f:
+        truth = json.load(f)["phases"]
+    seen = _phase_seconds(tool, out, rate)
+    tsum, ssum = sum(truth.values()), sum(seen.values())
+    share = {k: 100.0 * v / ssum if ssum else None for k, v in seen.items()}
+    want = {k: 100.0 * v / tsum for k, v in truth.items()}
+    errs = [abs(share[k] - want[k]) for k in truth if share[k] is not None]
+    return {"tool": tool, "rc": rc, "truth_s": truth, "seen_s": seen, "share": share,
+            "truth_share": want, "error_pp": max(errs) if errs else None,
+            "seen_over_truth": {k: seen[k] / truth[k] if truth[k] else None for k in truth},
+            "total_over_truth": ssum / tsum if tsum else None}
+
+
+def offcpu_accuracy(ctx, rounds, seconds, rate):
+    runs = []
+    for rnd in range(rounds):
+        for tool in _rotate(list(WALL_TOOLS), rnd):
+            try:
+                r = offcpu_accuracy_run(ctx, tool, seconds, rate)
+                r["round"] = rnd
+                runs.append(r)
+                log("offcpu accuracy %s: error %.2f pp, seen/truth burn %.2f sleep %.2f lock %.2f"
+                    % (tool, r["error_pp"] if r["error_pp"] is not None else -1,
+                       *[r["seen_over_truth"][k] or 0 for k in ("burn", "sleep", "lock")]))
+            except Exception as e:
+                log("offcpu accuracy %s FAILED: %s" % (tool, e))
+                runs.append({"tool": tool, "round": rnd, "error": str(e)})
+    table = []
+    for tool in WALL_TOOLS:
+        rs = [r for r in runs if r["tool"] == tool and "error" not in r]
+        row = {"tool": tool, "error_pp": summarize([r["error_pp"] for r in rs]),
+               "total_over_truth": summarize([r["total_over_truth"] for r in rs])}
+        for k in ("burn", "sleep", "lock"):
+            row["share_" + k] = summarize([r["share"][k] for r in rs])
+            row["truth_share_" + k] = summarize([r["truth_share"][k] for r in rs])
+            row["over_" + k] = summarize([r["seen_over_truth"][k] for r in rs])
+        table.append(row)
+    return {"seconds": seconds, "rate": rate, "runs": runs, "table": table}
+
+
 def section_offcpu(ctx):
-    return {"status": "not yet available",
-            "why": "pysight has no wall-clock / off-CPU mode yet; nothing to measure"}
+    """--mode wall|off: the sched_switch program's cost per switch, the
+    slowdown of switch-heavy workloads, and wall-time accuracy."""
+    q = ctx.quick
+    res = {}
+    for name, fn in (("per_switch", lambda: offcpu_per_switch(ctx, 1 if q else 3, 1.5 if q else 3.0)),
+                     ("slowdown", lambda: offcpu_slowdown(ctx, 2 if q else max(5, ctx.args.rounds),
+                                                          1.5 if q else 3.0)),
+                     ("accuracy", lambda: offcpu_accuracy(ctx, 1 if q else 3, 2.0 if q else 4.0,
+                                                          1000))):
+        try:
+            res[name] = fn()
+        except Exception as e:
+            log("offcpu %s FAILED: %s" % (name, e))
+            res[name] = {"error": str(e)}
+    return res
+
+
+def _cgroup2_mount():
+    """Where cgroup v2 is mounted: /sys/fs/cgroup, or .../unified on a
+    hybrid host."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[:1] == ["cgroup2"]:
+                return pre.split()[4]
+    return None
+
+
+CGROUP_CONDS = [
+    ("pid", "-p another process, no cgroup filter (the early return before the filter)", "pid"),
+    ("cgroup", "--cgroup of an empty cgroup, host-wide", "cgroup"),
+    ("none", "no filter at all, host-wide (what the filter avoids)", None),
+]
+
+
+def section_cgroup(ctx):
+    """--cgroup: with many busy tasks outside the filter, the early return
+    of the perf_event and sched_switch programs, against the -p one."""
+    q = ctx.quick
+    rounds = 2 if q else 7
+    secs = 1.5 if q else 3.0
+    nthreads, spin_us, sleep_us = 500, 5, 20000
+    mount = _cgroup2_mount()
+    if not mount:
+        return {"error": "no cgroup v2 mount"}
+    cg = os.path.join(mount, "pysight-bench-%d" % os.getpid())
+    os.mkdir(cg)
+    runs = []
+    busy = idle = None
+    try:
+        total = rounds * len(CGROUP_CONDS) * (secs + 5) + 60
+        busy = common.start_ready([_switcher(ctx), "busy", nthreads, spin_us, sleep_us, total])
+        idle = common.start_ready([ctx.python, ctx.wl("light.py"), total, 0.1, 1000])
+        time.sleep(1.0)
+        with common.BpfStats():
+            for rnd in range(rounds):
+                for key, label, how in _rotate(CGROUP_CONDS, rnd):
+                    pids, extra = None, ["--mode", "wall"]
+                    if how == "pid":
+                        pids = [idle[0].pid]
+                    elif how == "cgroup":
+                        extra += ["--cgroup", cg]
+                    try:
+                        w = _bpf_window(ctx, pids, extra, secs, ctx.tag("cg-" + key))
+                    except Exception as e:
+                        log("cgroup %s FAILED: %s" % (key, e))
+                        runs.append({"case": key, "round": rnd, "error": str(e)})
+                        continue
+                    w.update(case=key, round=rnd)
+                    runs.append(w)
+                    oc = _prog(w["progs"], "pysight_on_cpu") or {}
+                    sw = _prog(w["progs"], "pysight_switch") or {}
+                    log("cgroup %s round %d: on_cpu %.0f ns x %d, switch %.0f ns x %d, BPF %.2f%%"
+                        % (key, rnd + 1, oc.get("ns_per_run") or -1, oc.get("run_cnt") or 0,
+                           sw.get("ns_per_run") or -1, sw.get("run_cnt") or 0, w["bpf_cpu_pct"]))
+    finally:
+        _kill([p for p in (busy, idle) if p])
+        try:
+            os.rmdir(cg)
+        except OSError as e:
+            log("could not remove %s: %s" % (cg, e))
+    table = []
+    for key, label, _ in CGROUP_CONDS:
+        ws = [w for w in runs if w["case"] == key and "error" not in w]
+        row = {"case": key, "label": label, "bpf_cpu_pct": summarize([w["bpf_cpu_pct"] for w in ws])}
+        for prog, prefix in (("on_cpu", "pysight_on_cpu"), ("switch", "pysight_switch"),
+                             ("sys_exit", "pysight_sys_ex")):
+            cs = [(_prog(w["progs"], prefix), w["wall"]) for w in ws]
+            row[prog + "_ns"] = summarize([c["ns_per_run"] for c, _ in cs if c])
+            row[prog + "_per_s"] = summarize([c["run_cnt"] / wall for c, wall in cs if c])
+            # paired with the -p run of the same round: the load of the
+            # shared host moves both together
+            pid_ns = {w["round"]: (_prog(w["progs"], prefix) or {}).get("ns_per_run")
+                      for w in runs if w["case"] == "pid" and "error" not in w}
+            row[prog + "_vs_pid_ns"] = summarize(
+                [c["ns_per_run"] - pid_ns[w["round"]] for (c, _), w in zip(cs, ws)
+                 if c and c["ns_per_run"] is not None and pid_ns.get(w["round"]) is not None])
+        table.append(row)
+    return {"tasks": nthreads, "spin_us": spin_us, "sleep_us": sleep_us, "seconds": secs,
+            "rounds": rounds, "cgroup": cg, "runs": runs, "table": table}
