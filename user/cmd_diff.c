@@ -138,39 +138,22 @@ static int add_rows(struct diff *d, int side)
 	return 0;
 }
 
-/* Equal changes: growth first, then by text. */
-static int tie(const double *a, const double *b, const char *ta,
-	       const char *tb)
+/* By the size of the change of self (ctx true) or total share; equal
+ * changes: growth first, then by text. */
+static int by_change(const void *pa, const void *pb, void *ctx)
 {
-	bool ga = a[1] > a[0], gb = b[1] > b[0];
+	const struct drow *a = *(struct drow *const *)pa;
+	const struct drow *b = *(struct drow *const *)pb;
+	const double *va = *(bool *)ctx ? a->self : a->total;
+	const double *vb = *(bool *)ctx ? b->self : b->total;
+	double da = fabs(va[1] - va[0]), db = fabs(vb[1] - vb[0]);
+	bool ga = va[1] > va[0], gb = vb[1] > vb[0];
 
+	if (da != db)
+		return da < db ? 1 : -1;
 	if (ga != gb)
 		return ga ? -1 : 1;
-	return strcmp(ta, tb);
-}
-
-static int by_self_change(const void *pa, const void *pb)
-{
-	const struct drow *a = *(struct drow *const *)pa;
-	const struct drow *b = *(struct drow *const *)pb;
-	double da = fabs(a->self[1] - a->self[0]);
-	double db = fabs(b->self[1] - b->self[0]);
-
-	if (da != db)
-		return da < db ? 1 : -1;
-	return tie(a->self, b->self, a->text, b->text);
-}
-
-static int by_total_change(const void *pa, const void *pb)
-{
-	const struct drow *a = *(struct drow *const *)pa;
-	const struct drow *b = *(struct drow *const *)pb;
-	double da = fabs(a->total[1] - a->total[0]);
-	double db = fabs(b->total[1] - b->total[0]);
-
-	if (da != db)
-		return da < db ? 1 : -1;
-	return tie(a->total, b->total, a->text, b->text);
+	return strcmp(a->text, b->text);
 }
 
 static void print_side(const struct diff *d, int side, const char *path)
@@ -191,8 +174,7 @@ static void print_section(struct diff *d, const char *title, bool self,
 	size_t i;
 	int shown = 0;
 
-	qsort(d->sorted, d->n, sizeof(*d->sorted),
-	      self ? by_self_change : by_total_change);
+	qsort_r(d->sorted, d->n, sizeof(*d->sorted), by_change, &self);
 	printf("\n%s share, largest changes:\n", title);
 	printf("%8s    %7s %8s  %s\n", "before", "after", "change", "frame");
 	for (i = 0; i < d->n && shown < top; i++) {

@@ -32,18 +32,8 @@ struct pprof_in {
 	size_t errlen;
 };
 
-static int fail(struct pprof_in *in, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(struct pprof_in *in, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(in->err, in->errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+/* The reason, in err: -EINVAL. */
+#define fail(in, ...) reader__error((in)->err, (in)->errlen, __VA_ARGS__)
 
 /* gzip'd input inflated, at most max bytes. */
 static int gunzip(const uint8_t *src, size_t len, size_t max, uint8_t **out,

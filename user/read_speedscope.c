@@ -26,18 +26,8 @@ struct ss_in {
 	size_t errlen;
 };
 
-static int fail(struct ss_in *in, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(struct ss_in *in, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(in->err, in->errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+/* The reason, in err: -EINVAL. */
+#define fail(in, ...) reader__error((in)->err, (in)->errlen, __VA_ARGS__)
 
 static json_object *member(json_object *o, const char *key, json_type type)
 {

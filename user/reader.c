@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Which reader a file wants, by its first bytes rather than its name. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,16 @@
 
 /* Files larger than this are refused rather than read into memory. */
 #define MAX_FILE	(1ULL << 30)
+
+int reader__error(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
 
 int reader__slurp(FILE *f, size_t max, uint8_t **out, size_t *len)
 {

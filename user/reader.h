@@ -55,6 +55,10 @@ int reader__add(struct profile *p, const struct stack_build *b,
 		const struct parsed_labels *lab, uint64_t count,
 		uint64_t weight);
 
+/* A reader's one-line reason into err; returns -EINVAL. */
+int reader__error(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* All of f, NUL-terminated, at most max bytes: -EFBIG beyond. */
 int reader__slurp(FILE *f, size_t max, uint8_t **out, size_t *len);
 
