@@ -65,20 +65,75 @@ const char *writer__names(char *buf, size_t len)
 	return buf;
 }
 
+/* Who the file is for: the user behind sudo, as perf does, else us. */
+static void owner(uid_t *uid, gid_t *gid)
+{
+	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
+	char *end;
+	long v;
+
+	*uid = geteuid();
+	*gid = getegid();
+	if (*uid || !su || !sg)
+		return;
+	v = strtol(su, &end, 10);
+	if (*end || v <= 0 || v >= (1L << 31))
+		return;
+	*uid = (uid_t)v;
+	v = strtol(sg, &end, 10);
+	*gid = !*end && v >= 0 && v < (1L << 31) ? (gid_t)v : *gid;
+}
+
+/*
+ * In a directory others may write to (sticky, like /tmp), what is at path
+ * may be someone's plant: replace it only when it is a regular file of
+ * ours.  -EPERM otherwise.
+ */
+static int safe_to_replace(const char *path, uid_t uid)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st, ds;
+
+	if (lstat(path, &st))
+		return 0;			/* nothing there */
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (stat(dir, &ds) || !(ds.st_mode & S_ISVTX) ||
+	    !(ds.st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;			/* only we can plant here */
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
+		return -EPERM;
+	return 0;
+}
+
 int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 		   void *ctx)
 {
 	char tmp[PATH_MAX];
+	uid_t uid;
+	gid_t gid;
 	FILE *f;
 	int fd, err;
 
+	owner(&uid, &gid);
+	err = safe_to_replace(path, uid);
+	if (err)
+		return err;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
+	/* O_EXCL: never a file or link someone made first */
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		return -errno;
 	f = fdopen(fd, "w");
-	if (!f || fchmod(fd, 0644)) {
+	if (!f || fchmod(fd, 0644) ||
+	    (uid != geteuid() && fchown(fd, uid, gid))) {
 		err = -errno;
 		if (f)
 			fclose(f);
