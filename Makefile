@@ -174,7 +174,10 @@ PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/reader.c user/tally.c user/writer.c user/write_folded.c \
 		user/write_pprof.c user/write_speedscope.c user/write_svg.c \
 		user/flatten.c user/filename.c $(PPROF_GEN)
-FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles
+FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
+	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets
+# what inspecting an interpreter file takes
+ELF_SRCS := user/elffile.c user/process.c user/offsets.c user/offsets_table.c
 
 $(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
@@ -184,13 +187,24 @@ $(OUTPUT)/fuzz_profiles: tests/fuzz/fuzz_profiles.c $(PROFILE_SRCS) $(wildcard u
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(PROFILE_SRCS) -ljson-c -lprotobuf-c -lz -lm -o $@
 
-# the profile fuzzer starts from real files of each format
+$(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(ELF_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(ELF_SRCS) -lelf -lz -o $@
+
+$(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/offsets.c \
+		user/offsets_table.c $(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/offsets.c user/offsets_table.c -o $@
+
+# Every harness starts from real inputs: interpreter binaries, their
+# _PyRuntime sections, and profiles of each format (tools/fuzz-seeds).
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
-	$(Q)mkdir -p $(OUTPUT)/corpus/linetable $(OUTPUT)/corpus/profiles
-	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus/profiles
-	$(Q)cd $(OUTPUT) && ./fuzz_linetable -max_total_time=$(FUZZ_SECONDS) corpus/linetable
-	$(Q)cd $(OUTPUT) && ./fuzz_profiles -max_total_time=$(FUZZ_SECONDS) \
-		-max_len=65536 corpus/profiles
+	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
+	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets; do \
+		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
+		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			corpus/$$h 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || exit 1; \
+	done
 
 clean:
 	$(call msg,CLEAN,)

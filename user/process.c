@@ -399,6 +399,19 @@ static const struct interp_facts *facts_of(struct interp_cache *c, int fd,
 	return f;
 }
 
+int process__facts_of_fd(int fd, const char *path, struct pyproc_info *info,
+			 char *err, size_t errlen)
+{
+	struct interp_facts f;
+	struct mapping m = {};
+
+	snprintf(m.path, sizeof(m.path), "%s", path);
+	facts_of(NULL, fd, &(struct py_binary_key){ 0 }, &m, &f);
+	*info = f.info;
+	snprintf(err, errlen, "%s", f.err);
+	return f.ret;
+}
+
 static int inspect_file(struct interp_cache *c, pid_t pid,
 			const struct mapping *m, bool is_exe,
 			struct pyproc_info *info, char *err, size_t errlen)
