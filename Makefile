@@ -37,7 +37,7 @@ LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
 	    user/process.c user/profile.c user/read_folded.c \
 	    user/read_pprof.c user/read_speedscope.c user/reader.c \
 	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
-	    user/tally.c \
+	    user/tally.c user/topview.c \
 	    user/writer.c user/write_folded.c user/write_pprof.c \
 	    user/write_speedscope.c user/write_svg.c \
 	    $(PPROF_GEN)
