@@ -13,13 +13,13 @@ VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
 INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -Ibpf -Iuser
-LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm
+LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
-	    golang-github-google-pprof-dev
+	    golang-github-google-pprof-dev libncurses-dev tmux
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o

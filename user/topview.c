@@ -19,7 +19,7 @@ struct acc {
 	char *key;		/* "PID:TEXT" */
 	const char *text;	/* in key */
 	pid_t pid;
-	char *process;
+	char process[32];	/* in place: shown rows point here */
 	unsigned int gen;	/* self and total are of interval gen */
 	uint64_t self, total, self_acc, total_acc;
 	UT_hash_handle hh;
@@ -47,7 +47,6 @@ void topview__free(struct topview *v)
 		HASH_ITER(hh, v->rows[i], a, tmp) {
 			HASH_DEL(v->rows[i], a);
 			free(a->key);
-			free(a->process);
 			free(a);
 		}
 	}
@@ -81,13 +80,10 @@ static struct acc *acc_of(struct acc **table, const struct tally_row *r)
 }
 
 /* The process's latest name: a pid that execs keeps its rows. */
-static int set_process(struct acc *a, const char *name)
+static void set_process(struct acc *a, const char *name)
 {
-	if (!name || (a->process && !strcmp(a->process, name)))
-		return 0;
-	free(a->process);
-	a->process = strdup(name);
-	return a->process ? 0 : -ENOMEM;
+	if (name)
+		snprintf(a->process, sizeof(a->process), "%s", name);
 }
 
 static int add_tally(struct topview *v, struct acc **table,
@@ -113,7 +109,7 @@ static int add_tally(struct topview *v, struct acc **table,
 		a->total = t.rows[i].total;
 		a->self_acc += a->self;
 		a->total_acc += a->total;
-		err = set_process(a, t.rows[i].process);
+		set_process(a, t.rows[i].process);
 	}
 	v->interval_total = t.total;
 	tally__free(&t);
@@ -253,7 +249,7 @@ int topview__rows(const struct topview *v, const struct topview_opts *o,
 			continue;
 		r[i].text = a->text;
 		r[i].pid = a->pid;
-		r[i].process = a->process;
+		r[i].process = a->process[0] ? a->process : NULL;
 		r[i].nprocs = 1;
 		r[i].self = now ? a->self : 0;
 		r[i].total = now ? a->total : 0;
