@@ -273,8 +273,6 @@ static void draw(struct top *t)
 	int y = 5;
 
 	erase();
-	if (t->s.child > 0)	/* the command may have written over us */
-		clearok(curscr, TRUE);
 	draw_header(t);
 	if (!topview__rows(t->view, &t->vo, &rows, &n)) {
 		for (i = 0; i < n && y < LINES - 1; i++, y++) {
@@ -345,6 +343,10 @@ static void on_key(struct top *t, int c)
 static void start_screen(void)
 {
 	setlocale(LC_ALL, "");	/* UTF-8 names in file paths */
+	/* The size from the terminal, not from LINES and COLUMNS: a parent
+	 * that exported them (pytest exports 80x24) would shrink the view,
+	 * and a resize could not grow it. */
+	use_tioctl(TRUE);
 	initscr();
 	screen_on = 1;
 	cbreak();		/* Ctrl-C stays a signal */
