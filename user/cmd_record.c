@@ -101,10 +101,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			bad_value("--group-by", arg,
 				  "expected process, thread, cgroup or container, comma-separated");
 		break;
-	case ARGP_KEY_ARG:
-		usage_error("unexpected argument '%s' (a command goes after --)",
-			    arg);
-		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -372,12 +368,8 @@ int cmd_record(int argc, char **argv)
 	int err;
 
 	session__init(&r.s, &exiting);
-	session__split_command(&r.s, &argc, argv);
-	argp_program_version = "pysight " PYSIGHT_VERSION;
-	argp_err_exit_status = 2;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &r))
+	if (session__parse(&r.s, &argp, argc, argv, &r))
 		return 2;
-	session__validate(&r.s);
 	pick_writers(&r, w);
 	memcpy(wo.groups, r.o.groups, sizeof(wo.groups));
 	wo.ngroups = r.o.ngroups;

@@ -8,6 +8,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <locale.h>
 #include <ncurses.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "usage.h"
 
 #define DEFAULT_INTERVAL	1.0
+#define MIN_INTERVAL		0.1
 #define MAX_INTERVAL		3600.0
 #define PLAIN_ROWS		40	/* a plain table's rows at most */
 #define POLL_MS			50	/* keys are read this often */
@@ -82,33 +84,19 @@ static const char doc[] =
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct top *t = state->input;
-	char *end;
-	double d;
-	long l;
 
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &t->s.o;
 		break;
 	case OPT_INTERVAL:
-		errno = 0;
-		d = strtod(arg, &end);
-		if (errno || *end || !(d >= 0.1) || d > MAX_INTERVAL)
-			bad_value("--interval", arg,
-				  "expected seconds from 0.1 to 3600");
-		t->interval = d;
+		t->interval = parse_double("--interval", arg, MIN_INTERVAL, true,
+					   MAX_INTERVAL,
+					   "expected seconds from 0.1 to 3600");
 		break;
 	case OPT_ITERATIONS:
-		errno = 0;
-		l = strtol(arg, &end, 10);
-		if (errno || *end || l < 1)
-			bad_value("--iterations", arg,
-				  "expected a positive integer");
-		t->iterations = (unsigned long)l;
-		break;
-	case ARGP_KEY_ARG:
-		usage_error("unexpected argument '%s' (a command goes after --)",
-			    arg);
+		t->iterations = parse_long("--iterations", arg, 1, LONG_MAX,
+					   "expected a positive integer");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -401,12 +389,8 @@ int cmd_top(int argc, char **argv)
 	int err, sig;
 
 	session__init(&t.s, &exiting);
-	session__split_command(&t.s, &argc, argv);
-	argp_program_version = "pysight " PYSIGHT_VERSION;
-	argp_err_exit_status = 2;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &t))
+	if (session__parse(&t.s, &argp, argc, argv, &t))
 		return 2;
-	session__validate(&t.s);
 	/* the collector keeps lines, so that 'l' can show them */
 	t.vo.lines = !t.s.o.nolineno;
 	t.s.o.nolineno = false;

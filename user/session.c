@@ -57,45 +57,24 @@ static void parse_mode(struct session_opts *o, const char *arg)
 		bad_value("--mode", arg, "expected cpu, wall or off");
 }
 
-static void parse_number(struct session_opts *o, int key, const char *arg)
-{
-	char *end;
-	double d;
-	long l;
-
-	errno = 0;
-	if (key == 'd') {
-		d = strtod(arg, &end);
-		if (errno || *end || !(d > 0) || d > 1e7)
-			bad_value("--duration", arg,
-				  "expected a positive number of seconds");
-		o->duration = d;
-		return;
-	}
-	l = strtol(arg, &end, 10);
-	if (key == 'r') {
-		if (errno || *end || l < 1 || l > SESSION_MAX_RATE)
-			bad_value("--rate", arg,
-				  "expected an integer from 1 to 10000");
-		o->rate = (unsigned int)l;
-		return;
-	}
-	if (errno || *end || l < 1 || l > 0x3fffffff)
-		bad_value("--pid", arg, "expected a process id");
-	if (o->npids == SESSION_MAX_PIDS)
-		bad_value("--pid", arg, "too many pids");
-	o->pids[o->npids++] = (pid_t)l;
-}
-
 static error_t session_parse(int key, char *arg, struct argp_state *state)
 {
 	struct session_opts *o = state->input;
 
 	switch (key) {
 	case 'd':
+		o->duration = parse_double("--duration", arg, 0, false, 1e7,
+					   "expected a positive number of seconds");
+		break;
 	case 'r':
+		o->rate = parse_long("--rate", arg, 1, SESSION_MAX_RATE,
+				     "expected an integer from 1 to 10000");
+		break;
 	case 'p':
-		parse_number(o, key, arg);
+		if (o->npids == SESSION_MAX_PIDS)
+			bad_value("--pid", arg, "too many pids");
+		o->pids[o->npids++] = parse_long("--pid", arg, 1, 0x3fffffff,
+						 "expected a process id");
 		break;
 	case OPT_CGROUP:
 	case OPT_CONTAINER:
@@ -126,6 +105,10 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose = true;
 		break;
+	case ARGP_KEY_ARG:	/* after the command's own parser passed it on */
+		usage_error("unexpected argument '%s' (a command goes after --)",
+			    arg);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -143,7 +126,8 @@ void session__init(struct session *s, volatile sig_atomic_t *stop)
 	s->stop = stop;
 }
 
-void session__split_command(struct session *s, int *argc, char **argv)
+/* Cut argv at "--": what follows is the command, untouched by argp. */
+static void split_command(struct session *s, int *argc, char **argv)
 {
 	int i;
 
@@ -158,10 +142,17 @@ void session__split_command(struct session *s, int *argc, char **argv)
 	}
 }
 
-void session__validate(const struct session *s)
+int session__parse(struct session *s, const struct argp *argp, int argc,
+		   char **argv, void *input)
 {
+	split_command(s, &argc, argv);
+	argp_program_version = "pysight " PYSIGHT_VERSION;
+	argp_err_exit_status = 2;
+	if (argp_parse(argp, argc, argv, 0, NULL, input))
+		return 2;
 	if (s->o.command && s->o.npids)
 		usage_error("give -p or a command, not both");
+	return 0;
 }
 
 static int check_privileges(void)

@@ -53,10 +53,14 @@ extern const struct argp session__argp;
 
 /* Defaults; stop is the caller's signal flag, which wait_command reads. */
 void session__init(struct session *s, volatile sig_atomic_t *stop);
-/* Cut argv at "--": what follows is the command, untouched by argp. */
-void session__split_command(struct session *s, int *argc, char **argv);
-/* Options that argp cannot check alone; exits 2 with one line. */
-void session__validate(const struct session *s);
+/*
+ * A command's argv: what follows "--" is the command, untouched by argp;
+ * the rest goes to argp (whose children include session__argp, and
+ * whose input is input).  2 when argp failed; bad combinations exit 2
+ * with one line.
+ */
+int session__parse(struct session *s, const struct argp *argp, int argc,
+		   char **argv, void *input);
 /* Root or the capabilities, and kernel BTF; -errno after saying why. */
 int session__check(void);
 
