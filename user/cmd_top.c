@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -253,6 +254,26 @@ static void draw_header(const struct top *t)
 	attroff(A_REVERSE);
 }
 
+/*
+ * ncurses learns of a resize in getch, from SIGWINCH.  When the size
+ * changes twice in a row (tmux's resize-window does width, then height),
+ * it was left with the first size: rows drawn past the real bottom line
+ * scrolled the terminal.  So ask the terminal before each draw, and
+ * between polls (an ioctl each 50 ms), paused or not; true if it changed.
+ */
+static bool follow_size(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_row || !ws.ws_col)
+		return false;
+	if (!is_term_resized(ws.ws_row, ws.ws_col))
+		return false;
+	resizeterm(ws.ws_row, ws.ws_col);
+	clear();	/* all of it anew, not the difference */
+	return true;
+}
+
 static void draw(struct top *t)
 {
 	struct topview_row *rows = NULL;
@@ -260,6 +281,7 @@ static void draw(struct top *t)
 	size_t n = 0, i;
 	int y = 5;
 
+	follow_size();
 	erase();
 	draw_header(t);
 	if (!topview__rows(t->view, &t->vo, &rows, &n)) {
@@ -321,6 +343,9 @@ static void on_key(struct top *t, int c)
 		exiting = -1;
 		return;
 	case KEY_RESIZE:
+		/* the terminal reflowed what was there: paint it all anew,
+		 * not the difference from what curses thinks is there */
+		clear();
 		break;
 	default:
 		return;
@@ -331,9 +356,11 @@ static void on_key(struct top *t, int c)
 static void start_screen(void)
 {
 	setlocale(LC_ALL, "");	/* UTF-8 names in file paths */
-	/* The size from the terminal, not from LINES and COLUMNS: a parent
-	 * that exported them (pytest exports 80x24) would shrink the view,
-	 * and a resize could not grow it. */
+	/* The size from the terminal alone, never from LINES and COLUMNS:
+	 * a parent that exported them (pytest exports 80x24) shrank the
+	 * view, and with use_env left on, a resize was drawn at the old
+	 * size (ncurses(3X) use_tioctl: FALSE, TRUE ignores them). */
+	use_env(FALSE);
 	use_tioctl(TRUE);
 	initscr();
 	screen_on = 1;
@@ -357,6 +384,8 @@ static int run_loop(struct top *t)
 			break;
 		while (t->screen && !exiting && (c = getch()) != ERR)
 			on_key(t, c);
+		if (t->screen && follow_size())
+			draw(t);
 		now = clock__now_s();
 		if (now >= next) {
 			next += t->interval * (1 + (int)((now - next) / t->interval));

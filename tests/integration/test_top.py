@@ -291,6 +291,24 @@ def test_terminal_restored(how, status, term, workdir):
     assert not t.alternate_on(), "the alternate screen is still on after %s" % how
 
 
+def test_resize_redraws(term, workdir):
+    """A smaller window, then a larger one: the key line stays on the last
+    row and the rows fit the width."""
+    t = term(top_cmd("-i", INTERVAL, "--", PYTHON, shift_script(workdir), 30,
+                     os.path.join(workdir, "m")))
+    t.wait(lambda s: top_rows(s), 15, "rows shown")
+    for cols, lines in ((90, 20), (150, 45)):
+        t.tmux("resize-window", "-t", t.name, "-x", str(cols), "-y", str(lines))
+        t.wait(lambda s: len(s.splitlines()) == lines and "q quit" in s.splitlines()[-1]
+               and HEADING in s and max(len(l) for l in s.splitlines()) <= cols,
+               3, "redrawn at %dx%d" % (cols, lines))
+    # wide again: the rows are whole, not cut at the old width
+    t.wait(lambda s: any(r["text"].endswith(".py:18)") or r["text"].endswith(".py:17)")
+                         for r in top_rows(s)), 3 * INTERVAL, "whole rows at 150 columns")
+    t.keys("q")
+    t.wait(lambda s: "DONE-0" in s, 15, "exit after q")
+
+
 def tables(stdout):
     """Plain tables: (header line, rows)."""
     out = []
