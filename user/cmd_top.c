@@ -54,6 +54,7 @@ struct top {
 	struct header h;
 	uint64_t counters[CNT__MAX];	/* at the last interval's end */
 	double start, last;
+	bool targets_gone;		/* the command, or every -p pid, exited */
 };
 
 static volatile sig_atomic_t exiting;	/* the last stop signal, or 0 */
@@ -402,8 +403,10 @@ static int run_loop(struct top *t)
 		}
 		if (t->s.o.duration && now - t->start >= t->s.o.duration)
 			break;
-		if (!session__alive(&t->s))
+		if (!session__alive(&t->s)) {
+			t->targets_gone = true;
 			break;
+		}
 	}
 	return err;
 }
@@ -447,6 +450,9 @@ int cmd_top(int argc, char **argv)
 	if (err)
 		fprintf(stderr, "pysight: failed to tally the interval: %s\n",
 			strerror(-err));
+	else if (t.targets_gone)	/* why the screen went away */
+		fprintf(stderr, "pysight: %s exited\n", t.s.o.command ?
+			t.s.o.command[0] : "the given processes");
 
 cleanup:
 	restore_terminal();
