@@ -337,6 +337,30 @@ def test_piped_plain_tables(stop, procs, workdir):
     # time since the start only grows
     owns = [rows[0]["own_s"] for _, rows in got]
     assert owns == sorted(owns) and owns[-1] > owns[0], owns
+    # samples over the rate: CPU seconds, no more than 3 s of one thread
+    assert owns[-1] <= 3 * INTERVAL * 1.15, owns
+
+
+SLEEPER = "import time\nwhile True:\n    time.sleep(0.05)\n"
+
+
+def test_wall_mode_times(procs):
+    """In wall mode times are nanoseconds shown as seconds: a thread that
+    sleeps all along has about one second per interval, nearly all of it
+    under [off-cpu: sleep]."""
+    run = run_pysight(procs, ["top", "-i", INTERVAL, "-n", 3, "--mode", "wall", "--nolineno",
+                              "--", PYTHON, "-c", SLEEPER], timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = tables(run.stdout)
+    assert len(got) == 3, run.stdout
+    head, rows = got[-1]
+    assert "mode wall" in head, head
+    assert rows[0]["text"] == "[off-cpu: sleep]" and rows[0]["own"] > 90, run.stdout
+    module = [r for r in rows if r["text"] == "<module> (<string>)"]
+    assert module and module[0]["total"] > 99, run.stdout
+    # three intervals of one thread's wall time (the first one starts
+    # when the interpreter does, a little after top)
+    assert 3 * INTERVAL * 0.7 <= module[0]["total_s"] <= 3 * INTERVAL * 1.1, run.stdout
 
 
 @pytest.mark.parametrize("args,word", [
