@@ -50,6 +50,7 @@ struct top {
 	struct topview *view;
 	struct topview_opts vo;
 	bool screen;			/* ncurses, else plain tables */
+	SCREEN *scr;
 	bool paused;
 	struct header h;
 	uint64_t counters[CNT__MAX];	/* at the last interval's end */
@@ -354,22 +355,30 @@ static void on_key(struct top *t, int c)
 	draw(t);
 }
 
-static void start_screen(void)
+/* The screen, or false (after saying why) when the terminal cannot be
+ * used: then plain tables.  newterm, unlike initscr, does not exit, so
+ * the command and the BPF side are still cleaned up. */
+static bool start_screen(struct top *t)
 {
 	setlocale(LC_ALL, "");	/* UTF-8 names in file paths */
 	/* The size from the terminal alone, never from LINES and COLUMNS:
 	 * a parent that exported them (pytest exports 80x24) shrank the
-	 * view, and with use_env left on, a resize was drawn at the old
-	 * size (ncurses(3X) use_tioctl: FALSE, TRUE ignores them). */
+	 * view to 80 columns (ncurses(3X): use_env FALSE, use_tioctl TRUE). */
 	use_env(FALSE);
 	use_tioctl(TRUE);
-	initscr();
+	t->scr = newterm(NULL, stdout, stdin);
+	if (!t->scr) {
+		fprintf(stderr, "pysight: cannot draw on this terminal (TERM=%s); "
+			"printing tables instead\n", getenv("TERM") ?: "");
+		return false;
+	}
 	screen_on = 1;
 	cbreak();		/* Ctrl-C stays a signal */
 	noecho();
 	nodelay(stdscr, TRUE);
 	keypad(stdscr, TRUE);
 	curs_set(0);
+	return true;
 }
 
 static int run_loop(struct top *t)
@@ -441,10 +450,10 @@ int cmd_top(int argc, char **argv)
 		session__what(&t.s), t.s.o.rate, profile__mode_name(t.s.o.mode),
 		t.interval);
 	t.start = t.last = clock__now_s();
-	if (t.screen) {
-		start_screen();
+	if (t.screen)
+		t.screen = start_screen(&t);
+	if (t.screen)
 		draw(&t);
-	}
 	err = run_loop(&t);
 	restore_terminal();
 	if (err)
@@ -460,6 +469,8 @@ cleanup:
 	/* quitting top stops the command it started */
 	session__close(&t.s, SIGTERM, false);
 	topview__free(t.view);
+	if (t.scr)
+		delscreen(t.scr);
 	if (sig == SIGTERM || sig == SIGHUP) {	/* die of it, as asked */
 		signal(sig, SIG_DFL);
 		raise(sig);

@@ -309,6 +309,18 @@ def test_resize_redraws(term, workdir):
     t.wait(lambda s: "DONE-0" in s, 15, "exit after q")
 
 
+def test_unknown_terminal_prints_tables(term, workdir):
+    """A terminal curses cannot drive: one line says so, then plain tables
+    on it, and top still stops its command and exits 0."""
+    t = term("TERM=pysight-no-such-terminal " + top_cmd(
+        "-i", INTERVAL, "-n", 2, "--", PYTHON, shift_script(workdir), 30,
+        os.path.join(workdir, "m")))
+    text = t.wait(lambda s: "DONE-" in s, 20, "exit after two tables")
+    assert "DONE-0" in text, text
+    assert "cannot draw on this terminal (TERM=pysight-no-such-terminal)" in text, text
+    assert text.count("pysight top ") == 2 and HEADING in text, text
+
+
 def tables(stdout):
     """Plain tables: (header line, rows)."""
     out = []
