@@ -13,13 +13,13 @@ VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
 INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -Ibpf -Iuser
-LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm
+LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
-	    golang-github-google-pprof-dev \
+	    golang-github-google-pprof-dev libncurses-dev tmux \
 	    chromium
 
 USER_SRCS := $(wildcard user/*.c)
@@ -38,7 +38,7 @@ LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
 	    user/privs.c user/process.c user/profile.c user/read_folded.c \
 	    user/read_pprof.c user/read_speedscope.c user/reader.c \
 	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
-	    user/tally.c \
+	    user/tally.c user/topview.c \
 	    user/writer.c user/write_folded.c user/write_pprof.c \
 	    user/write_speedscope.c user/write_svg.c \
 	    $(PPROF_GEN)

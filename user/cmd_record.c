@@ -5,62 +5,39 @@
  */
 #include <argp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "collapse.h"
 #include "clock.h"
 #include "collector.h"
-#include "container.h"
-#include "labels.h"
 #include "privs.h"
+#include "session.h"
+#include "labels.h"
 #include "commands.h"
 #include "usage.h"
 #include "writer.h"
 
-#define MAX_PIDS	256
 #define MAX_OUTPUTS	4
-#define DEFAULT_RATE	100
-#define MAX_RATE	10000
 
 struct record_opts {
-	unsigned int rate;
-	double duration;		/* seconds, 0 = until stopped */
 	const char *outputs[MAX_OUTPUTS];	/* -o, repeatable */
 	int noutputs;
 	const char *format;
-	pid_t pids[MAX_PIDS];
-	int npids;
-	char **command;
 	bool threads;
-	bool nolineno;
-	bool full_filenames;
-	int mode;			/* enum profile_mode */
-	const char *cgroups[PYSIGHT_MAX_CGROUPS];	/* --cgroup, --container */
-	bool is_container[PYSIGHT_MAX_CGROUPS];
-	int ncgroups;
 	int groups[GROUP__MAX];		/* --group-by */
 	int ngroups;
-	bool gil_only;
-	bool kernel_stacks;
-	bool verbose;
 	struct collapse collapse;	/* --collapse */
 };
 
 struct record {
 	struct record_opts o;
-	struct collector *col;
-	pid_t child;
-	int child_status;
-	bool child_exited;
+	struct session s;		/* what is sampled, and the collector */
 	char default_output[64];
 };
 
@@ -73,34 +50,14 @@ static void on_signal(int sig)
 
 enum {
 	OPT_THREADS = 0x100,
-	OPT_NOLINENO,
-	OPT_FULL_FILENAMES,
-	OPT_MODE,
-	OPT_IDLE,
-	OPT_GIL,
-	OPT_KERNEL_STACKS,
-	OPT_CGROUP,
-	OPT_CONTAINER,
 	OPT_GROUP_BY,
 };
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE, in the format its extension names (default pysight-DATE.folded; repeatable)", 0 },
 	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else folded)", 0 },
-	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
-	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
-	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
 	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME) (--group-by thread)", 0 },
 	{ "group-by", OPT_GROUP_BY, "KEYS", 0, "Root frames that label stacks, in order: process, thread, cgroup, container (comma-separated)", 0 },
-	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
-	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id (repeatable; see pysight containers)", 0 },
-	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
-	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
-	{ "mode", OPT_MODE, "MODE", 0, "cpu (default): on-CPU samples; wall: on- and off-CPU time; off: off-CPU time alone", 0 },
-	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
-	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
-	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
-	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
 
@@ -114,14 +71,13 @@ static const char doc[] =
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
-	struct record_opts *o = state->input;
-	char *end;
-	double d;
-	long l;
+	struct record *r = state->input;
+	struct record_opts *o = &r->o;
 
 	switch (key) {
 	case ARGP_KEY_INIT:
-		state->child_inputs[0] = &o->collapse;
+		state->child_inputs[0] = &r->s.o;
+		state->child_inputs[1] = &o->collapse;
 		break;
 	case 'o':
 		if (o->noutputs == MAX_OUTPUTS)
@@ -138,31 +94,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		}
 		o->format = arg;
 		break;
-	case 'd':
-		errno = 0;
-		d = strtod(arg, &end);
-		if (errno || *end || !(d > 0) || d > 1e7)
-			bad_value("--duration", arg,
-				  "expected a positive number of seconds");
-		o->duration = d;
-		break;
-	case 'r':
-		errno = 0;
-		l = strtol(arg, &end, 10);
-		if (errno || *end || l < 1 || l > MAX_RATE)
-			bad_value("--rate", arg,
-				  "expected an integer from 1 to 10000");
-		o->rate = (unsigned int)l;
-		break;
-	case 'p':
-		errno = 0;
-		l = strtol(arg, &end, 10);
-		if (errno || *end || l < 1 || l > 0x3fffffff)
-			bad_value("--pid", arg, "expected a process id");
-		if (o->npids == MAX_PIDS)
-			bad_value("--pid", arg, "too many pids");
-		o->pids[o->npids++] = (pid_t)l;
-		break;
 	case OPT_THREADS:
 		o->threads = true;
 		break;
@@ -171,115 +102,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			bad_value("--group-by", arg,
 				  "expected process, thread, cgroup or container, comma-separated");
 		break;
-	case OPT_CGROUP:
-	case OPT_CONTAINER:
-		if (o->ncgroups == PYSIGHT_MAX_CGROUPS)
-			bad_value(key == OPT_CGROUP ? "--cgroup" : "--container",
-				  arg, "at most 16 cgroups and containers");
-		o->is_container[o->ncgroups] = key == OPT_CONTAINER;
-		o->cgroups[o->ncgroups++] = arg;
-		break;
-	case OPT_NOLINENO:
-		o->nolineno = true;
-		break;
-	case OPT_FULL_FILENAMES:
-		o->full_filenames = true;
-		break;
-	case OPT_MODE:
-		if (!strcmp(arg, "cpu"))
-			o->mode = MODE_CPU;
-		else if (!strcmp(arg, "wall"))
-			o->mode = MODE_WALL;
-		else if (!strcmp(arg, "off"))
-			o->mode = MODE_OFF;
-		else
-			bad_value("--mode", arg, "expected cpu, wall or off");
-		break;
-	case OPT_IDLE:
-		o->mode = MODE_WALL;
-		break;
-	case OPT_GIL:
-		o->gil_only = true;
-		break;
-	case OPT_KERNEL_STACKS:
-		o->kernel_stacks = true;
-		break;
-	case 'v':
-		o->verbose = true;
-		break;
-	case ARGP_KEY_ARG:
-		usage_error("unexpected argument '%s' (a command goes after --)",
-			    arg);
-		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
-}
-
-/*
- * Fork the command stopped on a pipe, so it is a target before it runs.
- * A second, close-on-exec pipe carries execvp's errno back, or closes
- * silently when the exec worked.
- */
-static int spawn(struct record *r, int *go_fd, int *err_fd)
-{
-	int go[2], ex[2], e;
-	char c;
-
-	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC))
-		return -errno;
-	r->child = fork();
-	if (r->child < 0)
-		return -errno;
-	if (r->child == 0) {
-		close(go[1]);
-		close(ex[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);
-		execvp(r->o.command[0], r->o.command);
-		e = errno;
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(ex[1]);
-	*go_fd = go[1];
-	*err_fd = ex[0];
-	return 0;
-}
-
-/* Let the command run; -errno when it could not be executed. */
-static int release(struct record *r, int go_fd, int err_fd)
-{
-	int e = 0;
-
-	if (write(go_fd, "g", 1) != 1)
-		return -errno;
-	if (read(err_fd, &e, sizeof(e)) == sizeof(e)) {
-		fprintf(stderr, "pysight: cannot run %s: %s\n", r->o.command[0],
-			strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
-static bool targets_alive(struct record *r)
-{
-	int i, status;
-
-	if (r->child > 0 && !r->child_exited &&
-	    waitpid(r->child, &status, WNOHANG) == r->child) {
-		r->child_exited = true;
-		r->child_status = status;
-	}
-	if (r->child > 0)
-		return !r->child_exited;
-	for (i = 0; i < r->o.npids; i++)
-		if (!kill(r->o.pids[i], 0) || errno == EPERM)
-			return true;
-	return r->o.npids == 0;
 }
 
 static const char *const mode_note[] = {
@@ -358,13 +184,13 @@ static void print_breakdown(struct profile *p)
 
 static void summary(struct record *r, double secs)
 {
-	struct profile *p = collector__profile(r->col);
+	struct profile *p = collector__profile(r->s.col);
 	struct collector_stats st;
 	uint64_t errs = 0, total;
 	unsigned int nthreads;
 	int i;
 
-	collector__stats(r->col, &st);
+	collector__stats(r->s.col, &st);
 	total = st.counters[CNT_SAMPLES];
 	nthreads = profile__nthreads(p);
 	fprintf(stderr, "pysight: %.1f s, %" PRIu64 " samples of Python processes "
@@ -386,14 +212,14 @@ static void summary(struct record *r, double secs)
 		" (ring buffer full), %" PRIu64 " unknown frames\n",
 		total ? 100.0 * errs / total : 0.0,
 		st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.unknown_frames);
-	if (r->o.verbose)
+	if (r->s.o.verbose)
 		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
 			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
 			", stale symbols %" PRIu64 "\n",
 			st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
 			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
 			st.stale_symbols);
-	if (r->o.verbose)
+	if (r->s.o.verbose)
 		fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
 			"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
 			"binaries %u, not_python %u, targets %u, tstates %u, "
@@ -403,7 +229,7 @@ static void summary(struct record *r, double secs)
 			st.maps.targets, st.maps.tstates, st.maps.stacks_seen,
 			st.maps.probes,
 			(long long)st.counters[CNT_THREAD_STATES]);
-	if (r->o.mode != MODE_CPU) {
+	if (r->s.o.mode != MODE_CPU) {
 		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
 			" with a stack taken; time in the profile by process "
 			"(the folded file counts microseconds):\n",
@@ -415,21 +241,6 @@ static void summary(struct record *r, double secs)
 			st.first_error);
 }
 
-static int add_pids(struct record *r)
-{
-	char err[300];
-	int i, ret;
-
-	for (i = 0; i < r->o.npids; i++) {
-		ret = collector__add_pid(r->col, r->o.pids[i], err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "pysight: %s\n", err);
-			return ret;
-		}
-	}
-	return 0;
-}
-
 static void run_loop(struct record *r)
 {
 	double start = clock__now_s(), last_check = 0;
@@ -437,88 +248,18 @@ static void run_loop(struct record *r)
 	while (!exiting) {
 		double t;
 
-		if (collector__poll(r->col, 50) < 0)
+		if (collector__poll(r->s.col, 50) < 0)
 			break;
 		t = clock__now_s();
-		if (r->o.duration && t - start >= r->o.duration)
+		if (r->s.o.duration && t - start >= r->s.o.duration)
 			break;
 		if (t - last_check >= 0.05) {
 			last_check = t;
-			if (!targets_alive(r))
+			if (!session__alive(&r->s))
 				break;
 		}
 	}
-	collector__poll(r->col, 0);	/* what is still in the ring */
-}
-
-/* --cgroup and --container as BPF's filter; -errno after saying why. */
-static int resolve_cgroups(struct record *r, struct cgroup_filter *out)
-{
-	struct cgroup_ref cg;
-	char err[512];
-	int i, ret;
-
-	for (i = 0; i < r->o.ncgroups; i++) {
-		ret = r->o.is_container[i] ?
-			container__find(r->o.cgroups[i], &cg, err, sizeof(err)) :
-			cgroup__resolve(r->o.cgroups[i], &cg, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "pysight: %s\n", err);
-			return ret;
-		}
-		if (r->o.verbose)
-			fprintf(stderr, "pysight: keeping cgroup %s (id %llu)\n",
-				cg.path, (unsigned long long)cg.id);
-		out[i].id = cg.id;
-		out[i].level = cg.level;
-	}
-	return 0;
-}
-
-static int setup(struct record *r, int *go_fd, int *err_fd)
-{
-	struct collector_opts co = {
-		.rate_hz = r->o.rate,
-		.filter_pids = r->o.npids || r->o.command,
-		.nolineno = r->o.nolineno,
-		.full_filenames = r->o.full_filenames,
-		.mode = r->o.mode,
-		.gil_only = r->o.gil_only,
-		.kernel_stacks = r->o.kernel_stacks,
-		.verbose = r->o.verbose,
-	};
-	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
-	char err[300];
-	int ret;
-
-	ret = resolve_cgroups(r, cgroups);
-	if (ret)
-		return ret;
-	co.cgroups = cgroups;
-	co.ncgroups = r->o.ncgroups;
-	ret = collector__open(&co, &r->col, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
-		return ret;
-	}
-	ret = add_pids(r);
-	if (ret)
-		return ret;
-	if (r->o.command) {
-		ret = spawn(r, go_fd, err_fd);
-		if (ret) {
-			fprintf(stderr, "pysight: failed to start %s: %s\n",
-				r->o.command[0], strerror(-ret));
-			return ret;
-		}
-		collector__add_target(r->col, r->child);
-	}
-	ret = collector__start(r->col, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
-		return ret;
-	}
-	return 0;
+	collector__poll(r->s.col, 0);	/* what is still in the ring */
 }
 
 static void install_signals(void)
@@ -531,37 +272,6 @@ static void install_signals(void)
 	sigaction(SIGHUP, &sa, NULL);	/* a closed terminal: write, as for ^C */
 }
 
-/*
- * Recording stopped (duration, signal) while the command runs on.  The
- * profile is already written; pass a stop signal on to the command (a
- * terminal's Ctrl-C reached it already, so SIGINT only if it lingers)
- * and wait for it, so it never outlives us unseen.
- */
-static void wait_command(struct record *r, int err)
-{
-	double start = clock__now_s(), forwarded = 0;
-	int sig = err ? SIGTERM : exiting;
-
-	if (!err)
-		fprintf(stderr, "pysight: waiting for %s (pid %d) to exit\n",
-			r->o.command[0], r->child);
-	exiting = 0;
-	for (;;) {
-		if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
-			return;
-		if (exiting)
-			sig = exiting;
-		exiting = 0;
-		if (sig && (sig != SIGINT || clock__now_s() - start > 1.0) &&
-		    clock__now_s() - forwarded > 1.0) {
-			kill(r->child, sig);
-			forwarded = clock__now_s();
-			sig = 0;
-		}
-		usleep(20000);
-	}
-}
-
 /* What was recorded, for titles: the command line or the pids. */
 static void describe(struct record *r, struct profile_meta *m)
 {
@@ -570,12 +280,12 @@ static void describe(struct record *r, struct profile_meta *m)
 	int i;
 
 	m->target[0] = 0;
-	for (i = 0; r->o.command && r->o.command[i] && o < sizeof(m->target); i++)
+	for (i = 0; r->s.o.command && r->s.o.command[i] && o < sizeof(m->target); i++)
 		o += snprintf(m->target + o, sizeof(m->target) - o, "%s%s",
-			      i ? " " : "", r->o.command[i]);
-	for (i = 0; i < r->o.npids && o < sizeof(m->target); i++)
+			      i ? " " : "", r->s.o.command[i]);
+	for (i = 0; i < r->s.o.npids && o < sizeof(m->target); i++)
 		o += snprintf(m->target + o, sizeof(m->target) - o, "%s%d",
-			      i ? "," : "pid ", r->o.pids[i]);
+			      i ? "," : "pid ", r->s.o.pids[i]);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	m->start_unix_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
@@ -621,7 +331,7 @@ static void pick_writers(struct record *r, const struct writer **w)
 static int write_outputs(struct record *r, const struct writer **w,
 			 const struct write_opts *wo)
 {
-	struct profile *p = collector__profile(r->col), *shown;
+	struct profile *p = collector__profile(r->s.col), *shown;
 	int i, err, first = 0;
 
 	err = collapse__apply(&r->o.collapse, p, &shown);
@@ -641,41 +351,27 @@ static int write_outputs(struct record *r, const struct writer **w,
 				profile__nstacks(p), r->o.outputs[i], w[i]->name);
 		first = first ?: err;
 	}
-	if (shown != collector__profile(r->col))
+	if (shown != collector__profile(r->s.col))
 		profile__free(shown);
 	return first;
 }
 
 int cmd_record(int argc, char **argv)
 {
-	const struct argp_child children[] = { { &collapse__argp, 0, NULL, 0 },
+	const struct argp_child children[] = { { &session__argp, 0, NULL, 0 },
+					       { &collapse__argp, 0, NULL, 0 },
 					       {} };
 	const struct argp argp = { options, parse_opt, "[-- COMMAND [ARG...]]", doc,
 				   children, NULL, NULL };
-	struct record r = { .o = { .rate = DEFAULT_RATE } };
+	struct record r = {};
 	struct write_opts wo = {};
 	const struct writer *w[MAX_OUTPUTS];
-	int go_fd = -1, err_fd = -1, err;
 	double start;
+	int err;
 
-	int i;
-
-	/* everything after "--" is the command, untouched by argp */
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			if (i + 1 < argc)
-				r.o.command = argv + i + 1;
-			argv[i] = NULL;
-			argc = i;
-			break;
-		}
-	}
-	argp_program_version = "pysight " PYSIGHT_VERSION;
-	argp_err_exit_status = 2;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &r.o))
+	session__init(&r.s, &exiting);
+	if (session__parse(&r.s, &argp, argc, argv, &r))
 		return 2;
-	if (r.o.command && r.o.npids)
-		usage_error("give -p or a command, not both");
 	pick_writers(&r, w);
 	memcpy(wo.groups, r.o.groups, sizeof(wo.groups));
 	wo.ngroups = r.o.ngroups;
@@ -686,40 +382,25 @@ int cmd_record(int argc, char **argv)
 	install_signals();
 	signal(SIGPIPE, SIG_IGN);
 
-	err = setup(&r, &go_fd, &err_fd);
+	err = session__open(&r.s) ?: session__release(&r.s);
 	if (err)
 		goto cleanup;
-	if (go_fd >= 0) {
-		err = release(&r, go_fd, err_fd);
-		close(go_fd);
-		go_fd = -1;
-		if (err)
-			goto cleanup;
-	}
 	fprintf(stderr, "pysight: sampling %s at %u Hz%s, Ctrl-C to stop\n",
-		r.o.command ? r.o.command[0] :
-		r.o.npids ? "the given processes" : "all Python processes",
-		r.o.rate, mode_note[r.o.mode]);
+		session__what(&r.s), r.s.o.rate, mode_note[r.s.o.mode]);
 	start = clock__now_s();
-	describe(&r, profile__meta(collector__profile(r.col)));
+	describe(&r, profile__meta(collector__profile(r.s.col)));
 	run_loop(&r);
-	err = collector__finish(r.col);
+	err = collector__finish(r.s.col);
 	if (err)
 		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
 			strerror(-err));
-	profile__meta(collector__profile(r.col))->duration_s =
+	profile__meta(collector__profile(r.s.col))->duration_s =
 		clock__now_s() - start;
 	summary(&r, clock__now_s() - start);
 	err = write_outputs(&r, w, &wo);
 
 cleanup:
-	if (go_fd >= 0)
-		close(go_fd);	/* the child sees EOF and exits */
-	if (err_fd >= 0)
-		close(err_fd);
-	if (r.child > 0 && !r.child_exited)
-		wait_command(&r, err);
-	collector__free(r.col);
+	session__close(&r.s, err ? SIGTERM : exiting, !err);
 	collapse__free(&r.o.collapse);
 	return err != 0;
 }

@@ -9,5 +9,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_containers(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif /* __PYSIGHT_COMMANDS_H */

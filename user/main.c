@@ -11,6 +11,7 @@ static const struct cmd {
 	const char *help;
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks into a profile" },
+	{ "top", cmd_top, "show the hottest Python functions live" },
 	{ "report", cmd_report, "show the hottest frames of a profile" },
 	{ "diff", cmd_diff, "compare two profiles: which frames got more expensive" },
 	{ "dump", cmd_dump, "print every thread's Python stack, now, without stopping it" },

@@ -10,7 +10,9 @@
 
 struct row_key {
 	const char *name, *file;
-	int line, kind;
+	int line, kind;		/* an off-CPU cause: -1 - its sample kind */
+	pid_t pid;		/* with per_process, else 0 */
+	int zero;		/* no padding: keys are hashed as bytes */
 };
 
 struct row {
@@ -21,9 +23,9 @@ struct row {
 };
 
 struct builder {
-	struct row *rows;
-	struct row *cause[KIND__MAX];	/* the off-CPU pseudo-frames */
+	struct row *rows;	/* frames and the off-CPU pseudo-frames */
 	int by;
+	bool per_process;
 };
 
 static struct row_key key_of(const struct pframe *f, int by)
@@ -54,42 +56,67 @@ static char *row_text(const struct pframe *f, int by)
 	return strdup(buf);
 }
 
-static struct row *row_of(struct builder *b, const struct pframe *f)
+/* The row of key k; a new one reads as text (which it then owns). */
+static struct row *find_or_add(struct builder *b, const struct row_key *k,
+			       const struct pentry *e, char *text)
+{
+	struct row *r;
+
+	HASH_FIND(hh, b->rows, k, sizeof(*k), r);
+	if (r) {
+		free(text);
+		return r;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r || !text) {
+		free(r);
+		free(text);
+		return NULL;
+	}
+	r->key = *k;
+	r->r.text = text;
+	if (b->per_process && e->thread) {
+		r->r.pid = e->thread->pid;
+		r->r.process = e->thread->process;
+	}
+	HASH_ADD(hh, b->rows, key, sizeof(*k), r);
+	return r;
+}
+
+static pid_t pid_key(const struct builder *b, const struct pentry *e)
+{
+	return b->per_process && e->thread ? e->thread->pid : 0;
+}
+
+static struct row *row_of(struct builder *b, const struct pframe *f,
+			  const struct pentry *e)
 {
 	struct row_key k = key_of(f, b->by);
 	struct row *r;
 
+	k.pid = pid_key(b, e);
 	HASH_FIND(hh, b->rows, &k, sizeof(k), r);
 	if (r)
 		return r;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	r->key = k;
-	r->r.frame = f;
-	r->r.text = row_text(f, b->by);
-	if (!r->r.text) {
-		free(r);
-		return NULL;
-	}
-	HASH_ADD(hh, b->rows, key, sizeof(k), r);
+	r = find_or_add(b, &k, e, row_text(f, b->by));
+	if (r)
+		r->r.frame = f;
 	return r;
 }
 
 /* The cause of off-CPU time is a row of its own, as in a flame graph. */
-static struct row *cause_row(struct builder *b, int kind)
+static struct row *cause_row(struct builder *b, const struct pentry *e)
 {
-	struct row *r = b->cause[kind];
+	struct row_key k;
+	struct row *r;
 
+	memset(&k, 0, sizeof(k));
+	k.kind = -1 - e->kind;
+	k.pid = pid_key(b, e);
+	HASH_FIND(hh, b->rows, &k, sizeof(k), r);
 	if (r)
 		return r;
-	r = calloc(1, sizeof(*r));
-	if (!r || !(r->r.text = strdup(profile__kind_frame(kind)))) {
-		free(r);
-		return NULL;
-	}
-	b->cause[kind] = r;
-	return r;
+	return find_or_add(b, &k, e, strdup(profile__kind_frame(e->kind)));
 }
 
 static void count(struct row *r, const struct pentry *e, size_t idx,
@@ -110,7 +137,7 @@ static int add_entry(struct builder *b, const struct pentry *e, size_t idx)
 	unsigned int i, py = s->n;
 
 	if (profile__kind_frame(e->kind)) {
-		cause = cause_row(b, e->kind);
+		cause = cause_row(b, e);
 		if (!cause)
 			return -ENOMEM;
 		for (py = 0; py < s->n; py++)
@@ -118,7 +145,7 @@ static int add_entry(struct builder *b, const struct pentry *e, size_t idx)
 				break;
 	}
 	for (i = 0; i < s->n; i++) {
-		struct row *r = row_of(b, s->frames[i]);
+		struct row *r = row_of(b, s->frames[i], e);
 		bool leaf = i + 1 == s->n && (!cause || py < s->n);
 
 		if (!r)
@@ -153,6 +180,8 @@ static int by_self(const void *pa, const void *pb)
 		return a->self < b->self ? 1 : -1;
 	if (a->total != b->total)
 		return a->total < b->total ? 1 : -1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
 	return strcmp(a->text, b->text);
 }
 
@@ -160,22 +189,13 @@ static int collect(struct builder *b, struct tally *t)
 {
 	struct row *r, *tmp;
 	size_t n = HASH_COUNT(b->rows);
-	int k;
 
-	for (k = 0; k < KIND__MAX; k++)
-		n += b->cause[k] != NULL;
 	t->rows = calloc(n ? n : 1, sizeof(*t->rows));
 	if (!t->rows)
 		return -ENOMEM;
 	HASH_ITER(hh, b->rows, r, tmp) {
 		t->rows[t->n++] = r->r;
 		r->r.text = NULL;
-	}
-	for (k = 0; k < KIND__MAX; k++) {
-		if (!b->cause[k])
-			continue;
-		t->rows[t->n++] = b->cause[k]->r;
-		b->cause[k]->r.text = NULL;
 	}
 	qsort(t->rows, t->n, sizeof(*t->rows), by_self);
 	return 0;
@@ -184,24 +204,18 @@ static int collect(struct builder *b, struct tally *t)
 static void builder_free(struct builder *b)
 {
 	struct row *r, *tmp;
-	int k;
 
 	HASH_ITER(hh, b->rows, r, tmp) {
 		HASH_DEL(b->rows, r);
 		free(r->r.text);
 		free(r);
 	}
-	for (k = 0; k < KIND__MAX; k++) {
-		if (b->cause[k])
-			free(b->cause[k]->r.text);
-		free(b->cause[k]);
-	}
 }
 
 int tally__build(const struct profile *p, const struct tally_opts *o,
 		 struct tally *t)
 {
-	struct builder b = { .by = o->by };
+	struct builder b = { .by = o->by, .per_process = o->per_process };
 	const struct pentry **entries;
 	size_t n, i;
 	int err;

@@ -7,6 +7,7 @@
 #ifndef __PYSIGHT_TALLY_H
 #define __PYSIGHT_TALLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "profile.h"
@@ -23,6 +24,7 @@ struct tally_opts {
 	pid_t tid;		/* only this thread, when not 0 */
 	const char *process;	/* only processes of this name, when set */
 	const char *thread;	/* only threads of this name, when set */
+	bool per_process;	/* a row per (frame, process), as top groups */
 };
 
 /* "line", "function", "file"; -EINVAL. */
@@ -34,6 +36,8 @@ struct tally_row {
 	char *text;		/* how the row reads */
 	const struct pframe *frame;	/* one frame of the row */
 	uint64_t self, total;	/* in the profile's unit */
+	pid_t pid;		/* with per_process: its process, 0 unknown */
+	const char *process;	/* and that process's name, or NULL */
 };
 
 struct tally {

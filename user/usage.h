@@ -3,7 +3,9 @@
 #ifndef __PYSIGHT_USAGE_H
 #define __PYSIGHT_USAGE_H
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,6 +27,38 @@ static inline void bad_value(const char *opt, const char *arg,
 			     const char *want)
 {
 	usage_error("invalid value '%s' for %s: %s", arg, opt, want);
+}
+
+/* An option's number: an integer from min to max, else exit 2 saying
+ * what was wanted. */
+static inline long parse_long(const char *opt, const char *arg, long min,
+			      long max, const char *want)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || l < min || l > max)
+		bad_value(opt, arg, want);
+	return l;
+}
+
+/* The same for seconds and such: a number above min (or equal to it
+ * when min_ok) and at most max. */
+static inline double parse_double(const char *opt, const char *arg,
+				  double min, bool min_ok, double max,
+				  const char *want)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(arg, &end);
+	if (errno || end == arg || *end || !(d > min || (min_ok && d == min)) ||
+	    d > max)
+		bad_value(opt, arg, want);
+	return d;
 }
 
 #endif /* __PYSIGHT_USAGE_H */

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What to sample, and the collector on it: shared by record and top.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "clock.h"
+#include "container.h"
+#include "session.h"
+#include "usage.h"
+
+enum {
+	OPT_NOLINENO = 0x200,
+	OPT_FULL_FILENAMES,
+	OPT_MODE,
+	OPT_IDLE,
+	OPT_GIL,
+	OPT_KERNEL_STACKS,
+	OPT_CGROUP,
+	OPT_CONTAINER,
+};
+
+static const struct argp_option session_options[] = {
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
+	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id (repeatable; see pysight containers)", 0 },
+	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
+	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu (default): on-CPU samples; wall: on- and off-CPU time; off: off-CPU time alone", 0 },
+	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
+	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
+	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
+	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
+	{},
+};
+
+static void parse_mode(struct session_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "cpu"))
+		o->mode = MODE_CPU;
+	else if (!strcmp(arg, "wall"))
+		o->mode = MODE_WALL;
+	else if (!strcmp(arg, "off"))
+		o->mode = MODE_OFF;
+	else
+		bad_value("--mode", arg, "expected cpu, wall or off");
+}
+
+static error_t session_parse(int key, char *arg, struct argp_state *state)
+{
+	struct session_opts *o = state->input;
+
+	switch (key) {
+	case 'd':
+		o->duration = parse_double("--duration", arg, 0, false, 1e7,
+					   "expected a positive number of seconds");
+		break;
+	case 'r':
+		o->rate = parse_long("--rate", arg, 1, SESSION_MAX_RATE,
+				     "expected an integer from 1 to 10000");
+		break;
+	case 'p':
+		if (o->npids == SESSION_MAX_PIDS)
+			bad_value("--pid", arg, "too many pids");
+		o->pids[o->npids++] = parse_long("--pid", arg, 1, 0x3fffffff,
+						 "expected a process id");
+		break;
+	case OPT_CGROUP:
+	case OPT_CONTAINER:
+		if (o->ncgroups == PYSIGHT_MAX_CGROUPS)
+			bad_value(key == OPT_CGROUP ? "--cgroup" : "--container",
+				  arg, "at most 16 cgroups and containers");
+		o->is_container[o->ncgroups] = key == OPT_CONTAINER;
+		o->cgroups[o->ncgroups++] = arg;
+		break;
+	case OPT_NOLINENO:
+		o->nolineno = true;
+		break;
+	case OPT_FULL_FILENAMES:
+		o->full_filenames = true;
+		break;
+	case OPT_MODE:
+		parse_mode(o, arg);
+		break;
+	case OPT_IDLE:
+		o->mode = MODE_WALL;
+		break;
+	case OPT_GIL:
+		o->gil_only = true;
+		break;
+	case OPT_KERNEL_STACKS:
+		o->kernel_stacks = true;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case ARGP_KEY_ARG:	/* after the command's own parser passed it on */
+		usage_error("unexpected argument '%s' (a command goes after --)",
+			    arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp session__argp = { session_options, session_parse, NULL,
+				    NULL, NULL, NULL, NULL };
+
+void session__init(struct session *s, volatile sig_atomic_t *stop)
+{
+	memset(s, 0, sizeof(*s));
+	s->o.rate = SESSION_DEFAULT_RATE;
+	s->go_fd = s->err_fd = -1;
+	s->stop = stop;
+}
+
+/* Cut argv at "--": what follows is the command, untouched by argp. */
+static void split_command(struct session *s, int *argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			if (i + 1 < *argc)
+				s->o.command = argv + i + 1;
+			argv[i] = NULL;
+			*argc = i;
+			return;
+		}
+	}
+}
+
+int session__parse(struct session *s, const struct argp *argp, int argc,
+		   char **argv, void *input)
+{
+	split_command(s, &argc, argv);
+	argp_program_version = "pysight " PYSIGHT_VERSION;
+	argp_err_exit_status = 2;
+	if (argp_parse(argp, argc, argv, 0, NULL, input))
+		return 2;
+	if (s->o.command && s->o.npids)
+		usage_error("give -p or a command, not both");
+	return 0;
+}
+
+/*
+ * Fork the command stopped on a pipe, so it is a target before it runs.
+ * A second, close-on-exec pipe carries execvp's errno back, or closes
+ * silently when the exec worked.
+ */
+static int spawn(struct session *s)
+{
+	int go[2], ex[2], e;
+	char c;
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC))
+		return -errno;
+	s->child = fork();
+	if (s->child < 0)
+		return -errno;
+	if (s->child == 0) {
+		close(go[1]);
+		close(ex[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(s->o.command[0], s->o.command);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	s->go_fd = go[1];
+	s->err_fd = ex[0];
+	return 0;
+}
+
+int session__release(struct session *s)
+{
+	int e = 0;
+
+	if (s->go_fd < 0)
+		return 0;
+	if (write(s->go_fd, "g", 1) != 1)
+		e = errno;
+	close(s->go_fd);
+	s->go_fd = -1;
+	if (e)
+		return -e;
+	if (read(s->err_fd, &e, sizeof(e)) == sizeof(e)) {
+		fprintf(stderr, "pysight: cannot run %s: %s\n", s->o.command[0],
+			strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+bool session__alive(struct session *s)
+{
+	int i, status;
+
+	if (s->child > 0 && !s->child_exited &&
+	    waitpid(s->child, &status, WNOHANG) == s->child) {
+		s->child_exited = true;
+		s->child_status = status;
+	}
+	if (s->child > 0)
+		return !s->child_exited;
+	for (i = 0; i < s->o.npids; i++)
+		if (!kill(s->o.pids[i], 0) || errno == EPERM)
+			return true;
+	return s->o.npids == 0;
+}
+
+const char *session__what(const struct session *s)
+{
+	return s->o.command ? s->o.command[0] :
+	       s->o.npids ? "the given processes" : "all Python processes";
+}
+
+static int add_pids(struct session *s)
+{
+	char err[300];
+	int i, ret;
+
+	for (i = 0; i < s->o.npids; i++) {
+		ret = collector__add_pid(s->col, s->o.pids[i], err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "pysight: %s\n", err);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* --cgroup and --container as BPF's filter; -errno after saying why. */
+static int resolve_cgroups(struct session *s, struct cgroup_filter *out)
+{
+	struct cgroup_ref cg;
+	char err[512];
+	int i, ret;
+
+	for (i = 0; i < s->o.ncgroups; i++) {
+		ret = s->o.is_container[i] ?
+			container__find(s->o.cgroups[i], &cg, err, sizeof(err)) :
+			cgroup__resolve(s->o.cgroups[i], &cg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "pysight: %s\n", err);
+			return ret;
+		}
+		if (s->o.verbose)
+			fprintf(stderr, "pysight: keeping cgroup %s (id %llu)\n",
+				cg.path, (unsigned long long)cg.id);
+		out[i].id = cg.id;
+		out[i].level = cg.level;
+	}
+	return 0;
+}
+
+int session__open(struct session *s)
+{
+	struct collector_opts co = {
+		.rate_hz = s->o.rate,
+		.filter_pids = s->o.npids || s->o.command,
+		.nolineno = s->o.nolineno,
+		.full_filenames = s->o.full_filenames,
+		.mode = s->o.mode,
+		.gil_only = s->o.gil_only,
+		.kernel_stacks = s->o.kernel_stacks,
+		.verbose = s->o.verbose,
+	};
+	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
+	char err[300];
+	int ret;
+
+	ret = resolve_cgroups(s, cgroups);
+	if (ret)
+		return ret;
+	co.cgroups = cgroups;
+	co.ncgroups = s->o.ncgroups;
+	ret = collector__open(&co, &s->col, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return ret;
+	}
+	ret = add_pids(s);
+	if (ret)
+		return ret;
+	if (s->o.command) {
+		ret = spawn(s);
+		if (ret) {
+			fprintf(stderr, "pysight: failed to start %s: %s\n",
+				s->o.command[0], strerror(-ret));
+			return ret;
+		}
+		collector__add_target(s->col, s->child);
+	}
+	ret = collector__start(s->col, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * Sampling stopped (duration, signal, a key) while the command runs on.
+ * Pass sig on to the command (a terminal's Ctrl-C reached it already, so
+ * SIGINT only if it lingers), and any stop signal that comes meanwhile,
+ * and wait for it, so it never outlives us unseen.
+ */
+static void wait_command(struct session *s, int sig, bool say)
+{
+	double start = clock__now_s(), forwarded = 0;
+
+	if (say)
+		fprintf(stderr, "pysight: waiting for %s (pid %d) to exit\n",
+			s->o.command[0], s->child);
+	*s->stop = 0;
+	for (;;) {
+		if (waitpid(s->child, &s->child_status, WNOHANG) == s->child)
+			return;
+		if (*s->stop)
+			sig = *s->stop;
+		*s->stop = 0;
+		if (sig && (sig != SIGINT || clock__now_s() - start > 1.0) &&
+		    clock__now_s() - forwarded > 1.0) {
+			kill(s->child, sig);
+			forwarded = clock__now_s();
+			sig = 0;
+		}
+		usleep(20000);
+	}
+}
+
+void session__close(struct session *s, int sig, bool say)
+{
+	if (s->go_fd >= 0)
+		close(s->go_fd);	/* the child sees EOF and exits */
+	if (s->err_fd >= 0)
+		close(s->err_fd);
+	s->go_fd = s->err_fd = -1;
+	if (s->child > 0 && !s->child_exited)
+		wait_command(s, sig, say);
+	collector__free(s->col);
+	s->col = NULL;
+}
