@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/capability.h>
 
 #include "privs.h"
@@ -45,4 +47,63 @@ static int check_btf(void)
 int privs__check(void)
 {
 	return check_privileges() ?: check_btf();
+}
+
+/*
+ * What a recording still needs after setup, and why:
+ *   BPF, PERFMON      the task iterator at the end of a wall recording, and
+ *                     uprobes on interpreters that start later;
+ *   SYS_ADMIN         the kernel wants it for those uprobes, and to read
+ *                     /proc/PID/map_files (with CHECKPOINT_RESTORE);
+ *   SYS_PTRACE        process_vm_readv and /proc/PID/{root,exe,maps} of
+ *                     other users' processes;
+ *   DAC_READ_SEARCH, DAC_OVERRIDE
+ *                     interpreter files and cgroups of any owner, and
+ *                     outputs where the user points;
+ *   CHOWN, FOWNER     outputs handed to sudo's user;
+ *   KILL              passing a stop signal to a command that changed user.
+ */
+static const cap_value_t kept[] = {
+	CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE,
+	CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE, CAP_CHOWN,
+	CAP_FOWNER, CAP_KILL,
+};
+
+static bool is_kept(cap_value_t c)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (kept[i] == c)
+			return true;
+	return false;
+}
+
+int privs__drop(void)
+{
+	cap_value_t c, last = CAP_LAST_CAP;
+	cap_t caps = cap_get_proc();
+	int err = 0;
+
+	if (!caps)
+		return -errno;
+	if (cap_clear_flag(caps, CAP_INHERITABLE))
+		err = -errno;
+	for (c = 0; c <= last && !err; c++) {
+		if (is_kept(c))
+			continue;
+		if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_CLEAR) ||
+		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_CLEAR))
+			err = -errno;
+		/* the bounding set needs CAP_SETPCAP, still held here */
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0 &&
+		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EPERM)
+			err = -errno;
+	}
+	if (!err && cap_set_proc(caps))
+		err = -errno;
+	cap_free(caps);
+	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = -errno;
+	return err;
 }

@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "clock.h"
 #include "container.h"
+#include "privs.h"
 #include "session.h"
 #include "usage.h"
 
@@ -188,12 +189,24 @@ static int spawn(struct session *s)
 	return 0;
 }
 
+/* Setup is over: what the recording does not use is given up. */
+static void drop_privileges(void)
+{
+	int err = privs__drop();
+
+	if (err)	/* not fatal: it records as it would have */
+		fprintf(stderr, "pysight: could not drop capabilities: %s\n",
+			strerror(-err));
+}
+
 int session__release(struct session *s)
 {
 	int e = 0;
 
-	if (s->go_fd < 0)
+	if (s->go_fd < 0) {
+		drop_privileges();
 		return 0;
+	}
 	if (write(s->go_fd, "g", 1) != 1)
 		e = errno;
 	close(s->go_fd);
@@ -205,6 +218,7 @@ int session__release(struct session *s)
 			strerror(e));
 		return -e;
 	}
+	drop_privileges();
 	return 0;
 }
 

@@ -65,7 +65,8 @@ int session__parse(struct session *s, const struct argp *argp, int argc,
 /* Open the collector, add the pids, start the command stopped and the
  * sampler; -errno after saying why. */
 int session__open(struct session *s);
-/* Let the command run; -errno when it could not be executed. */
+/* Let the command run, then give up the capabilities the recording no
+ * longer uses (privs__drop); -errno when it could not be executed. */
 int session__release(struct session *s);
 /* False once the command, or every -p process, has exited. */
 bool session__alive(struct session *s);

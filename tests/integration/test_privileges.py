@@ -1,0 +1,67 @@
+"""After setup a recording keeps only the capabilities it still uses, sets
+no_new_privs, and goes on finding and naming new processes; a command it
+launched keeps its own."""
+import os
+import subprocess
+import time
+
+from conftest import WORKLOADS, Profile, Recorder
+
+# what privs.c keeps
+KEPT = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3,
+        "CAP_KILL": 5, "CAP_SYS_PTRACE": 19, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38,
+        "CAP_BPF": 39, "CAP_CHECKPOINT_RESTORE": 40}
+DROPPED = {"CAP_SETUID": 7, "CAP_SETPCAP": 8, "CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13,
+           "CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17, "CAP_SYS_BOOT": 22, "CAP_SYS_TIME": 25,
+           "CAP_MKNOD": 27}
+
+
+def status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def wait_for(cond, what, timeout=15):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_drops_what_it_does_not_need(procs, workdir):
+    out = os.path.join(workdir, "p.folded")
+    rec = Recorder(procs, ["-d", 5, "-r", 200, "-o", out, "--mode", "wall"])
+    rec.wait_sampling()
+    st = status(rec.proc.pid)
+    eff, bnd = int(st["CapEff"], 16), int(st["CapBnd"], 16)
+    for name, bit in KEPT.items():
+        assert eff >> bit & 1, "%s was dropped: CapEff %s" % (name, st["CapEff"])
+    for name, bit in DROPPED.items():
+        assert not eff >> bit & 1 and not bnd >> bit & 1, \
+            "%s kept: CapEff %s CapBnd %s" % (name, st["CapEff"], st["CapBnd"])
+    assert st["NoNewPrivs"] == "1"
+    # a Python process that starts now is still found, read and named
+    late = procs.start(["/usr/bin/python3.11", os.path.join(WORKLOADS, "ratio.py"), "2"])
+    assert rec.wait(30) == 0, rec.stderr
+    late.wait(30)
+    prof = Profile.load(out)
+    assert prof.containing("alpha_work", "ratio.py").total > 0, prof.top()
+
+
+def test_launched_command_keeps_its_capabilities(procs, workdir):
+    out = os.path.join(workdir, "c.folded")
+    flag = os.path.join(workdir, "caps")
+    script = ("import time\n"
+              "open(%r, 'w').write(open('/proc/self/status').read())\n"
+              "time.sleep(1)\n" % flag)
+    rec = Recorder(procs, ["-r", 100, "-o", out, "--", "/usr/bin/python3.11", "-c", script])
+    wait_for(lambda: os.path.exists(flag) and os.path.getsize(flag) > 0, "the command never ran")
+    assert rec.wait(30) == 0, rec.stderr
+    with open(flag) as f:
+        st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+    mine = int(status(os.getpid())["CapEff"], 16)
+    assert int(st["CapEff"].strip(), 16) == mine and st["NoNewPrivs"].strip() == "0", st
