@@ -122,6 +122,17 @@ static int probe_kernel(char *err, size_t errlen)
 	return 0;
 }
 
+/* PYSIGHT_RINGBUF_KB=N (a power of two, 4 or more), for the overload
+ * test: a ring buffer small enough to overflow. */
+static void ring_size(struct sampler *s)
+{
+	const char *kb = getenv("PYSIGHT_RINGBUF_KB");
+	long v = kb ? strtol(kb, NULL, 10) : 0;
+
+	if (v >= 4 && v <= (1L << 20) && !(v & (v - 1)))
+		bpf_map__set_max_entries(s->skel->maps.events, v * 1024);
+}
+
 int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		  void *ctx, struct sampler **out, char *err, size_t errlen)
 {
@@ -176,6 +187,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
 	if (!opts->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
+	ring_size(s);
 	ret = pysight_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen,
