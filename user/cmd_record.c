@@ -182,6 +182,38 @@ static void print_breakdown(struct profile *p)
 	free(pt);
 }
 
+/* What the recording holds: for -v, and the tests that look for leaks. */
+static void print_held(const struct collector_stats *st)
+{
+	fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
+		"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
+		"binaries %u, not_python %u, targets %u, tstates %u, "
+		"stacks_seen %u, uprobes %u, thread states %lld\n",
+		st->rss_kib, st->registry, st->procs, st->symbols, st->stacks,
+		st->maps.procs, st->maps.binaries, st->maps.not_python,
+		st->maps.targets, st->maps.tstates, st->maps.stacks_seen,
+		st->maps.probes, (long long)st->counters[CNT_THREAD_STATES]);
+}
+
+/* -v, every minute of a long recording: the sizes, and the error rate so
+ * far, so that growth shows while it happens. */
+static void print_progress(struct record *r, double secs)
+{
+	struct collector_stats st;
+	uint64_t errs = 0;
+	int i;
+
+	collector__stats(r->s.col, &st);
+	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
+		errs += st.counters[CNT_STATUS_BASE + i];
+	fprintf(stderr, "pysight: at %.0f s: %" PRIu64 " samples, errors %.2f%%, "
+		"lost %" PRIu64 "\n", secs, st.counters[CNT_SAMPLES],
+		st.counters[CNT_SAMPLES] ?
+			100.0 * errs / st.counters[CNT_SAMPLES] : 0.0,
+		st.counters[CNT_RB_DROPS] + st.unknown_stacks);
+	print_held(&st);
+}
+
 static void summary(struct record *r, double secs)
 {
 	struct profile *p = collector__profile(r->s.col);
@@ -220,15 +252,7 @@ static void summary(struct record *r, double secs)
 			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
 			st.stale_symbols);
 	if (r->s.o.verbose)
-		fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
-			"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
-			"binaries %u, not_python %u, targets %u, tstates %u, "
-			"stacks_seen %u, uprobes %u, thread states %lld\n",
-			st.rss_kib, st.registry, st.procs, st.symbols, st.stacks,
-			st.maps.procs, st.maps.binaries, st.maps.not_python,
-			st.maps.targets, st.maps.tstates, st.maps.stacks_seen,
-			st.maps.probes,
-			(long long)st.counters[CNT_THREAD_STATES]);
+		print_held(&st);
 	if (r->s.o.mode != MODE_CPU) {
 		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
 			" with a stack taken; time in the profile by process "
@@ -241,9 +265,12 @@ static void summary(struct record *r, double secs)
 			st.first_error);
 }
 
+#define PROGRESS_SECONDS 60
+
 static void run_loop(struct record *r)
 {
 	double start = clock__now_s(), last_check = 0;
+	double next_progress = start + PROGRESS_SECONDS;
 
 	while (!exiting) {
 		double t;
@@ -257,6 +284,10 @@ static void run_loop(struct record *r)
 			last_check = t;
 			if (!session__alive(&r->s))
 				break;
+		}
+		if (r->s.o.verbose && t >= next_progress) {
+			next_progress += PROGRESS_SECONDS;
+			print_progress(r, t - start);
 		}
 	}
 	collector__poll(r->s.col, 0);	/* what is still in the ring */
