@@ -80,3 +80,51 @@ def test_report_empty_file(tmp_path):
     path.write_text("# nothing\n")
     run = report(path)
     assert run.returncode == 0 and run.stdout.endswith("%s: no samples\n" % path)
+
+
+def test_report_colour_only_on_a_terminal():
+    """Colour at a terminal, none in a pipe or with NO_COLOR."""
+    import pty
+    path = os.path.join(FIXTURES, "golden.folded")
+    piped = report(path)
+    assert "\033[" not in piped.stdout
+
+    def at_terminal(env):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(PYSIGHT, [PYSIGHT, "report", "-n", "3", path], env)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.waitpid(pid, 0)
+        return out.decode()
+
+    env = {"TERM": "xterm", "PATH": "/usr/bin:/bin"}
+    coloured = at_terminal(env)
+    assert "\033[1;31m" in coloured and "slow_score (app.py:19)" in coloured, coloured
+    assert "\033[" not in at_terminal(dict(env, NO_COLOR="1"))
+    assert "\033[" not in at_terminal(dict(env, TERM="dumb"))
+
+
+def test_report_by_and_labels():
+    """--by function folds lines together, --by file folds functions;
+    --thread by id or name, and --process, keep their samples only."""
+    threads = os.path.join(FIXTURES, "golden-threads.folded")
+    run = report("--by", "function", "--thread", "worker-1", threads)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[2].split() == ["61.9%", "61.9%", "slow_score", "(app.py)"], run.stdout
+    assert lines[-1] == "(21 samples)"
+    assert report("--by", "function", "--thread", "101", threads).stdout == run.stdout
+    run = report("--by", "file", "--thread", "101", threads)
+    assert run.stdout.splitlines()[2].split() == ["100.0%", "100.0%", "app.py"], run.stdout
+    run = report("--thread", "4242", threads)
+    assert run.returncode == 0 and "no samples for that process or thread" in run.stdout
+    run = report("--by", "lines", threads)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
