@@ -1,0 +1,182 @@
+"""Hostile targets next to a normal workload, and pysight never writing into
+a target.
+
+Each hostile test runs ratio.py (which measures its own CPU split) next to a
+process that lies to a profiler, records host-wide, and asserts that
+pysight exits on time, profiles ratio.py correctly, says something about
+the liar (or leaves it out) and neither spins a core nor grows without
+bound while it does."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import (REPO, Profile, assert_recorded, find_interp, pct, python_frames,
+                      run_pysight)
+
+RATE = 200
+SECONDS = 3
+MIN_TOLERANCE = 5.0     # percentage points, for ratio.py's shares
+MAX_HWM_KIB = 64 * 1024  # a 3 s recording holds a few MiB
+MAX_CPU_SHARE = 0.5      # pysight's CPU time over its wall time
+
+
+def debian_311():
+    interp = find_interp("3.11", "debian")
+    if interp is None:
+        pytest.skip("no Debian /usr/bin/python3.11 here")
+    return interp
+
+
+def start_ready(procs, argv, **kw):
+    proc = procs.start(argv, stdout=subprocess.PIPE, text=True, **kw)
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), "%s did not start: %r" % (argv, line)
+    return proc
+
+
+def proc_label(frames):
+    """(name, pid) of a 'process NAME PID' root frame, else None."""
+    if not frames:
+        return None
+    m = re.match(r"^process (.*) (\d+)(?: \(ns \d+\))?$", frames[0].name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def of_pid(prof, pid):
+    return prof.select(lambda f: (proc_label(f) or (None, 0))[1] == pid)
+
+
+def time_v(stderr):
+    """Max RSS (KiB), CPU seconds and wall seconds from /usr/bin/time -v."""
+    def field(name):
+        m = re.search(r"^\s*%s: (.*)$" % re.escape(name), stderr, re.M)
+        assert m, "no %r in time -v output:\n%s" % (name, stderr[-1500:])
+        return m.group(1).strip()
+    wall = 0.0
+    for part in field("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
+        wall = wall * 60 + float(part)
+    cpu = float(field("User time (seconds)")) + float(field("System time (seconds)"))
+    return int(field("Maximum resident set size (kbytes)")), cpu, wall
+
+
+def check_ratio(prof, truth, pid):
+    """ratio.py's profile: its three functions in the shares it measured."""
+    mine = of_pid(prof, pid)
+    names = {"alpha_work": "alpha_work", "beta_work": "Beta.beta_work",
+             "gamma_work": "gamma_work"}
+    per = {k: mine.containing(n, "ratio.py").total for k, n in names.items()}
+    hot = sum(per.values())
+    # 2 CPUs shared with other tests: ratio.py may get a third of one
+    assert hot >= 0.25 * SECONDS * RATE, (
+        "ratio.py (pid %d) has %d samples in its functions over %d s at %d Hz:\n%s"
+        % (pid, hot, SECONDS, RATE, prof.top()))
+    busy = sum(truth["seconds"].values())
+    # three standard deviations of a share estimated from `hot` samples
+    tolerance = max(MIN_TOLERANCE, 300 * (0.25 / hot) ** 0.5)
+    report = ["%s: profile %.1f%%, thread_time %.1f%%" % (
+        k, pct(per[k], hot), pct(truth["seconds"][k], busy)) for k in names]
+    bad = [k for k in names
+           if abs(pct(per[k], hot) - pct(truth["seconds"][k], busy)) > tolerance]
+    assert not bad, "ratio.py's shares (%d samples) off by more than %.1f points:\n  %s" % (
+        hot, tolerance, "\n  ".join(report))
+    for k, name in names.items():
+        sub = mine.containing(name, "ratio.py")
+        exact = sub.select(lambda f: [fr.name for fr in python_frames(f[1:])]
+                           == ["<module>", "main", name])
+        assert pct(exact.total, sub.total) >= 95.0, (
+            "only %d of %d samples of %s have the stack <module>;main;%s:\n%s"
+            % (exact.total, sub.total, name, name, sub.top()))
+    print("ratio.py: " + "; ".join(report))
+
+
+def record_next_to(procs, staging, workdir, hostile_pid, extra=()):
+    """Record host-wide for SECONDS under /usr/bin/time -v while ratio.py
+    runs; returns (profile, pysight's stderr, ratio's pid), after checking
+    ratio.py's profile, pysight's exit, time, memory and CPU."""
+    interp = debian_311()
+    result = staging.result_file(interp)
+    ratio = procs.start(interp.argv(staging.script(interp, "ratio.py"), SECONDS + 1.5,
+                                    result), stdout=subprocess.DEVNULL)
+    out = os.path.join(workdir, "hostile.folded")
+    t0 = time.monotonic()
+    run = run_pysight(procs, ["record", "-v", "-d", SECONDS, "-r", RATE, "-o", out,
+                              "--group-by", "process"] + list(extra),
+                      user=["/usr/bin/time", "-v"], timeout=SECONDS + 25)
+    elapsed = time.monotonic() - t0
+    assert_recorded(run)
+    assert ratio.wait(timeout=30) == 0, "ratio.py failed"
+    truth = staging.read_result(interp, result)
+    hwm, cpu, wall = time_v(run.stderr)
+    print("pysight: %.1f s wall, %.2f s CPU, VmHWM %d KiB" % (wall, cpu, hwm))
+    assert elapsed < SECONDS + 15, "pysight took %.1f s for a %d s recording" % (
+        elapsed, SECONDS)
+    assert hwm < MAX_HWM_KIB, "pysight's peak RSS was %d KiB:\n%s" % (hwm, run.stderr[-3000:])
+    assert cpu < MAX_CPU_SHARE * wall, (
+        "pysight used %.2f s of CPU in %.2f s: it spins\n%s" % (cpu, wall, run.stderr[-3000:]))
+    prof = Profile.load(out)
+    check_ratio(prof, truth, ratio.pid)
+    return prof, run.stderr, ratio.pid
+
+
+def liar(procs, staging, mode):
+    interp = debian_311()
+    # niced: the liar is sampled all the same, and leaves the CPU to ratio.py
+    return start_ready(procs, ["nice", "-n", "19"] + interp.argv(
+        staging.script(interp, "liar.py"), mode, SECONDS + 10))
+
+
+def liar_frames(prof, pid):
+    mine = of_pid(prof, pid)
+    return mine, {fr.name for frames, _ in mine.stacks for fr in frames[1:]}
+
+
+def test_frame_loop(procs, staging, workdir):
+    """Two frames that are each other's caller: the walk stops at its bound
+    and says so, it does not loop or fill the profile with copies."""
+    bad = liar(procs, staging, "frame_loop")
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3))
+    depth = max((len(f) for f, _ in mine.stacks), default=0)
+    assert depth <= 8, "a looping stack came out %d frames deep:\n%s" % (depth, mine.top())
+    assert "frame_loop.<locals>.frame_loop_inner" in names, mine.top()
+    assert "[partial stack]" in names, mine.top()
+    assert re.search(r"frame chain loops\s+\d+", err), err[-3000:]
+
+
+def test_code_name_garbage(procs, staging, workdir):
+    """co_name unmapped, co_qualname at junk bytes: the frame is named
+    [unknown], never by the junk."""
+    bad = liar(procs, staging, "code_name")
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3))
+    assert "code_name_target" not in names and "code_name" in names, mine.top()
+    junk = [n for n in names if "\x01\x02" in n or "\x00" in n or "\\x" in n]
+    assert not junk, mine.top()
+    assert mine.total > 0 and "[unknown]" in names, mine.top()
+
+
+def test_huge_str(procs, staging, workdir):
+    """A name whose length field says 2**62: bounded read, no name."""
+    bad = liar(procs, staging, "huge_str")
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3))
+    assert "huge_str" in names and "huge_str_target" not in names, mine.top()
+    assert not [n for n in names if n.startswith("huge_str_name")], mine.top()
+    assert "[unknown]" in names, mine.top()
+
+
+def test_thread_cycle(procs, staging, workdir):
+    """A thread list that cycles: the threads on the cycle are profiled,
+    the one behind it is not, and the walk stays bounded."""
+    bad = liar(procs, staging, "thread_cycle")
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3))
+    assert "spin" in names, mine.top()
