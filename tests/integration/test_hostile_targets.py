@@ -180,3 +180,62 @@ def test_thread_cycle(procs, staging, workdir):
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     assert "spin" in names, mine.top()
+
+
+def test_fake_python3(procs, staging, workdir):
+    """A busy process named python3 that is not CPython (a copy of sh):
+    left out of the profile, once, without cost."""
+    fake = os.path.join(workdir, "python3")
+    shutil.copy2("/bin/sh", fake)
+    bad = start_ready(procs, ["nice", "-n", "19", fake, "-c",
+                              "echo ready; while :; do :; done"])
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    assert of_pid(prof, bad.pid).total == 0, of_pid(prof, bad.pid).top()
+
+
+def corrupt_section_headers(path):
+    """Point e_shoff past the end and scribble over the old section
+    header table: what the loader never reads, and every symbol lookup
+    does.  In place, same inode: the running process maps it."""
+    with open(path, "r+b") as f:
+        head = f.read(64)
+        assert head[:4] == b"\x7fELF" and head[4] == 2, "not ELF64"
+        shoff = int.from_bytes(head[0x28:0x30], "little")
+        size = os.fstat(f.fileno()).st_size
+        f.seek(shoff)
+        f.write(os.urandom(min(4096, size - shoff)))
+        f.seek(0x28)
+        f.write((size * 4).to_bytes(8, "little"))
+
+
+def test_corrupt_libpython_on_disk(procs, staging, workdir):
+    """A running interpreter whose libpython file is then corrupted on disk
+    (section headers): it is reported or profiled right, never named from
+    the junk, and the others are profiled.  (An executable cannot be
+    written while it runs, ETXTBSY; a mapped library can.  A rewrite of an
+    executable between runs is test_hostile.py's.)"""
+    pyenv = find_interp("3.12", "pyenv")
+    if pyenv is None:
+        pytest.skip("no pyenv 3.12 (shared libpython) here")
+    libdir = os.path.join(workdir, "lib")
+    os.mkdir(libdir)
+    lib = os.path.join(os.path.dirname(os.path.dirname(pyenv.exe)), "lib",
+                       "libpython3.12.so.1.0")
+    copy = os.path.join(libdir, os.path.basename(lib))
+    shutil.copy2(lib, copy)
+    script = staging.script(pyenv, "named_burn.py")
+    bad = start_ready(procs, ["nice", "-n", "19"] + pyenv.argv(script, "fn_corrupt", 30),
+                      env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+    with open("/proc/%d/maps" % bad.pid) as f:
+        assert copy in f.read(), "the copy of libpython is not the one mapped"
+    corrupt_section_headers(copy)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
+    assert bad.poll() is None, "the corrupted target died"
+    junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
+                                          "[partial stack]")]
+    assert not junk, mine.top()
+    if mine.total == 0:
+        assert re.search(r"\b%d\b" % bad.pid, err), (
+            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
