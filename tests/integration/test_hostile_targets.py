@@ -239,3 +239,59 @@ def test_corrupt_libpython_on_disk(procs, staging, workdir):
     if mine.total == 0:
         assert re.search(r"\b%d\b" % bad.pid, err), (
             "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+
+
+# --------------------------------------------------------------------------
+# pysight never writes into a target
+
+WRITE_PRIMITIVES = re.compile(r"process_vm_writev|\bptrace\s*\(|PTRACE_(POKE|SET|ATTACH|SEIZE)"
+                              r"|bpf_probe_write_user|/proc/[^\"]*/mem\b")
+
+
+def test_no_write_primitive_in_sources_or_binary():
+    """No process_vm_writev, no ptrace, no bpf_probe_write_user, no
+    /proc/PID/mem: in the sources, and nothing of the kind imported by
+    the binary."""
+    found = []
+    for sub in ("user", "bpf"):
+        for name in sorted(os.listdir(os.path.join(REPO, sub))):
+            if not name.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(REPO, sub, name), errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    if WRITE_PRIMITIVES.search(line):
+                        found.append("%s/%s:%d: %s" % (sub, name, n, line.strip()))
+    assert not found, "\n".join(found)
+    exe = os.path.join(REPO, ".output", "pysight")
+    syms = subprocess.run(["nm", "-D", "--undefined-only", exe], capture_output=True,
+                          text=True, check=True).stdout
+    imported = {l.split()[-1].split("@")[0] for l in syms.splitlines() if l.strip()}
+    assert "process_vm_readv" in imported, "nm found no imports: %s" % sorted(imported)[:20]
+    assert not imported & {"process_vm_writev", "ptrace"}, sorted(imported)
+
+
+CHECKSUM_ROUNDS = 800
+
+
+@pytest.mark.parametrize("mode", ["cpu", "wall"])
+def test_target_output_unchanged(mode, procs, staging, workdir):
+    """checksum.py prints a SHA-256 of data it builds and mutates (and of
+    functions it compiles and frees, so the code-dealloc uprobe fires):
+    recorded at 1000 Hz, its output is what it is without pysight."""
+    interp = debian_311()
+    argv = interp.argv(staging.script(interp, "checksum.py"), CHECKSUM_ROUNDS)
+    alone = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 0 and "checksum" in alone.stdout, alone.stderr
+    out = os.path.join(workdir, "checksum.folded")
+    run = run_pysight(procs, ["record", "-v", "-r", 1000, "--mode", mode, "-o", out, "--"]
+                      + argv, timeout=90)
+    assert_recorded(run)
+    assert run.stdout == alone.stdout, "output with pysight:\n%s\nwithout:\n%s" % (
+        run.stdout, alone.stdout)
+    prof = Profile.load(out)
+    assert prof.containing("mutate", "checksum.py").total > 0, prof.top()
+    m = re.search(r"uprobes (\d+)", run.stderr)
+    assert m and int(m.group(1)) >= 1, "no code-dealloc uprobe was attached:\n%s" % (
+        run.stderr[-2000:])
+    m = re.search(r"code objects freed (\d+)", run.stderr)
+    print("uprobes %s; %s" % (m.group(0) if m else "?", alone.stdout.splitlines()[-1]))
