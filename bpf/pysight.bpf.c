@@ -85,6 +85,7 @@ struct tstate_entry {
 	__u64 ts;
 	__u64 interp;		/* where it was found, or the first walked */
 	__u64 head;		/* interp's list head at a failed walk */
+	__u32 status;		/* what a failed walk said */
 };
 
 struct {
@@ -260,6 +261,7 @@ struct walk_ctx {
 	__u16 id_off;
 	__u16 next_off;
 	__u8 found;
+	__u8 looped;
 };
 
 static long walk_thread(__u32 i, void *data)
@@ -275,9 +277,12 @@ static long walk_thread(__u32 i, void *data)
 		w->found = 1;
 		return 1;
 	}
-	if (read_u64(w->tstate + w->next_off, &w->tstate) ||
-	    seen_before(w->tstate, &w->mark, &w->power, &w->lam))
+	if (read_u64(w->tstate + w->next_off, &w->tstate))
 		w->tstate = 0;
+	if (seen_before(w->tstate, &w->mark, &w->power, &w->lam)) {
+		w->looped = 1;
+		w->tstate = 0;
+	}
 	return 0;
 }
 
@@ -337,7 +342,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS &&
 	    !read_u64(cached->interp + off->interp_threads_head, &head) &&
 	    head == cached->head)
-		return -ST_NO_TSTATE;
+		return -(int)cached->status;
 	count(CNT_TSTATE_WALK);
 
 	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
@@ -365,8 +370,9 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			break;
 	}
 	entry.tstate = 0;
+	entry.status = w.looped ? ST_ERR_THREAD_LOOP : ST_NO_TSTATE;
 	bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
-	return -ST_NO_TSTATE;
+	return -(int)entry.status;
 }
 
 /* Scalars the frame loop needs, copied out of the map value once. */

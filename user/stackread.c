@@ -56,6 +56,7 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 			       off->tstate_thread_id : off->tstate_native_thread_id;
 	__u64 interp = 0, t = 0, id;
 	struct loop_check l;
+	bool looped = false;
 	int i, n;
 
 	if (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
@@ -72,14 +73,17 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 				*out = t;
 				return 0;
 			}
-			if (rd64(pid, t + off->tstate_next, &t) ||
-			    loop_check__seen(&l, t))
+			if (rd64(pid, t + off->tstate_next, &t))
 				break;
+			if (loop_check__seen(&l, t)) {
+				looped = true;
+				break;
+			}
 		}
 		if (rd64(pid, interp + off->interp_next, &interp))
 			break;
 	}
-	return -ST_NO_TSTATE;
+	return looped ? -ST_ERR_THREAD_LOOP : -ST_NO_TSTATE;
 }
 
 static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)

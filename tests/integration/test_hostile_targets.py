@@ -180,6 +180,8 @@ def test_thread_cycle(procs, staging, workdir):
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     assert "spin" in names, mine.top()
+    # B0, behind the cycle, is counted as what happened to it
+    assert re.search(r"thread list loops\s+\d+", err), err[-3000:]
 
 
 def test_fake_python3(procs, staging, workdir):
