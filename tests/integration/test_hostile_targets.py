@@ -323,3 +323,16 @@ def test_uprobe_cost_per_hit(procs, staging, workdir):
     print("code dealloc: %.0f ns alone, %.0f ns with the uprobe: %.2f us a hit"
           % (base, probed, (probed - base) / 1000))
     assert probed - base < 20000, "a uprobe hit costs %.1f us" % ((probed - base) / 1000)
+
+
+@pytest.mark.parametrize("mode,says", [("frame_loop", "[partial stack]"),
+                                       ("thread_cycle", "(no stack: thread list loops)")])
+def test_dump_of_a_liar(mode, says, procs, staging):
+    """dump walks from user space what BPF walks: the same loops end it,
+    and it says why a thread has no stack."""
+    bad = liar(procs, staging, mode)
+    run = run_pysight(procs, ["dump", "-p", bad.pid], timeout=30)
+    assert run.returncode == 0, run.stderr
+    print(run.stdout)
+    assert says in run.stdout, run.stdout
+    assert len(run.stdout.splitlines()) < 40, run.stdout
