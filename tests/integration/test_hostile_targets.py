@@ -210,12 +210,36 @@ def corrupt_section_headers(path):
         f.write((size * 4).to_bytes(8, "little"))
 
 
-def test_corrupt_libpython_on_disk(procs, staging, workdir):
+def truncate_after_segments(path):
+    """Cut the file where its last PT_LOAD segment ends: the running
+    process keeps every page it maps, a reader loses the symbol tables and
+    section headers."""
+    with open(path, "r+b") as f:
+        head = f.read(64)
+        assert head[:4] == b"\x7fELF" and head[4] == 2, "not ELF64"
+        phoff = int.from_bytes(head[0x20:0x28], "little")
+        phentsize = int.from_bytes(head[0x36:0x38], "little")
+        phnum = int.from_bytes(head[0x38:0x3a], "little")
+        end = 0
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            ph = f.read(phentsize)
+            if int.from_bytes(ph[0:4], "little") == 1:     # PT_LOAD
+                end = max(end, int.from_bytes(ph[8:16], "little")
+                          + int.from_bytes(ph[32:40], "little"))
+        assert 0 < end < os.fstat(f.fileno()).st_size
+        f.truncate(end)
+
+
+@pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
+                         ids=["section_headers", "truncated"])
+def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
     """A running interpreter whose libpython file is then corrupted on disk
-    (section headers): it is reported or profiled right, never named from
-    the junk, and the others are profiled.  (An executable cannot be
-    written while it runs, ETXTBSY; a mapped library can.  A rewrite of an
-    executable between runs is test_hostile.py's.)"""
+    (section headers scribbled, or the file cut after its last loaded
+    byte): it is reported or profiled right, never named from the junk,
+    and the others are profiled.  (An executable cannot be written while
+    it runs, ETXTBSY; a mapped library can.  A rewrite of an executable
+    between runs is test_hostile.py's.)"""
     pyenv = find_interp("3.12", "pyenv")
     if pyenv is None:
         pytest.skip("no pyenv 3.12 (shared libpython) here")
@@ -230,7 +254,7 @@ def test_corrupt_libpython_on_disk(procs, staging, workdir):
                       env=dict(os.environ, LD_LIBRARY_PATH=libdir))
     with open("/proc/%d/maps" % bad.pid) as f:
         assert copy in f.read(), "the copy of libpython is not the one mapped"
-    corrupt_section_headers(copy)
+    corrupt(copy)
     prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
