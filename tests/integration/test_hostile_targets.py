@@ -93,10 +93,11 @@ def check_ratio(prof, truth, pid):
     print("ratio.py: " + "; ".join(report))
 
 
-def record_next_to(procs, staging, workdir, hostile_pid, extra=()):
+def record_next_to(procs, staging, workdir, hostile):
     """Record host-wide for SECONDS under /usr/bin/time -v while ratio.py
-    runs; returns (profile, pysight's stderr, ratio's pid), after checking
-    ratio.py's profile, pysight's exit, time, memory and CPU."""
+    and the hostile process run; returns (profile, pysight's stderr,
+    ratio's pid), after checking ratio.py's profile, pysight's exit, time,
+    memory and CPU, and that the hostile process lived throughout."""
     interp = debian_311()
     result = staging.result_file(interp)
     ratio = procs.start(interp.argv(staging.script(interp, "ratio.py"), SECONDS + 1.5,
@@ -104,10 +105,12 @@ def record_next_to(procs, staging, workdir, hostile_pid, extra=()):
     out = os.path.join(workdir, "hostile.folded")
     t0 = time.monotonic()
     run = run_pysight(procs, ["record", "-v", "-d", SECONDS, "-r", RATE, "-o", out,
-                              "--group-by", "process"] + list(extra),
+                              "--group-by", "process"],
                       user=["/usr/bin/time", "-v"], timeout=SECONDS + 25)
     elapsed = time.monotonic() - t0
     assert_recorded(run)
+    assert hostile.poll() is None, "the hostile process died (%s): the test proved nothing" % (
+        hostile.returncode)
     assert ratio.wait(timeout=30) == 0, "ratio.py failed"
     truth = staging.read_result(interp, result)
     hwm, cpu, wall = time_v(run.stderr)
@@ -138,7 +141,7 @@ def test_frame_loop(procs, staging, workdir):
     """Two frames that are each other's caller: the walk stops at its bound
     and says so, it does not loop or fill the profile with copies."""
     bad = liar(procs, staging, "frame_loop")
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     depth = max((len(f) for f, _ in mine.stacks), default=0)
@@ -152,7 +155,7 @@ def test_code_name_garbage(procs, staging, workdir):
     """co_name unmapped, co_qualname at junk bytes: the frame is named
     [unknown], never by the junk."""
     bad = liar(procs, staging, "code_name")
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     assert "code_name_target" not in names and "code_name" in names, mine.top()
@@ -164,7 +167,7 @@ def test_code_name_garbage(procs, staging, workdir):
 def test_huge_str(procs, staging, workdir):
     """A name whose length field says 2**62: bounded read, no name."""
     bad = liar(procs, staging, "huge_str")
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     assert "huge_str" in names and "huge_str_target" not in names, mine.top()
@@ -176,7 +179,7 @@ def test_thread_cycle(procs, staging, workdir):
     """A thread list that cycles: the threads on the cycle are profiled,
     the one behind it is not, and the walk stays bounded."""
     bad = liar(procs, staging, "thread_cycle")
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3))
     assert "spin" in names, mine.top()
@@ -191,7 +194,7 @@ def test_fake_python3(procs, staging, workdir):
     shutil.copy2("/bin/sh", fake)
     bad = start_ready(procs, ["nice", "-n", "19", fake, "-c",
                               "echo ready; while :; do :; done"])
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     assert of_pid(prof, bad.pid).total == 0, of_pid(prof, bad.pid).top()
 
 
@@ -255,10 +258,9 @@ def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
     with open("/proc/%d/maps" % bad.pid) as f:
         assert copy in f.read(), "the copy of libpython is not the one mapped"
     corrupt(copy)
-    prof, err, _ = record_next_to(procs, staging, workdir, bad.pid)
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
-    assert bad.poll() is None, "the corrupted target died"
     junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
                                           "[partial stack]")]
     assert not junk, mine.top()
