@@ -85,6 +85,7 @@ struct tstate_entry {
 	__u64 ts;
 	__u64 interp;		/* where it was found, or the first walked */
 	__u64 head;		/* interp's list head at a failed walk */
+	__u32 status;		/* what a failed walk said */
 };
 
 struct {
@@ -229,12 +230,38 @@ static __always_inline __u64 thread_key(struct task_struct *task,
 	return ns_tid(task);
 }
 
+/*
+ * Does a list come back to a node passed before?  A target can make two
+ * frames each other's caller, or ring its thread states; without this
+ * check each sample of a looping stack was PYSIGHT_MAX_FRAMES copies
+ * (16 KiB in the ring buffer, a thousand reads) and each walk of a ringed
+ * thread list PYSIGHT_MAX_THREADS steps.  Brent's method: compare each
+ * next node with a mark moved forward at powers of two, so a loop of
+ * length L entered after M nodes is found within M + 2L steps, with two
+ * words of state.  Start with *mark the first node, *power 1, *lam 0.
+ */
+static __always_inline bool seen_before(__u64 next, __u64 *mark,
+					__u32 *power, __u32 *lam)
+{
+	if (next && next == *mark)
+		return true;
+	if (++*lam == *power) {
+		*mark = next;
+		*power <<= 1;
+		*lam = 0;
+	}
+	return false;
+}
+
 struct walk_ctx {
 	__u64 tstate;
 	__u64 want;
+	__u64 mark;		/* seen_before() */
+	__u32 power, lam;
 	__u16 id_off;
 	__u16 next_off;
 	__u8 found;
+	__u8 looped;
 };
 
 static long walk_thread(__u32 i, void *data)
@@ -252,6 +279,10 @@ static long walk_thread(__u32 i, void *data)
 	}
 	if (read_u64(w->tstate + w->next_off, &w->tstate))
 		w->tstate = 0;
+	if (seen_before(w->tstate, &w->mark, &w->power, &w->lam)) {
+		w->looped = 1;
+		w->tstate = 0;
+	}
 	return 0;
 }
 
@@ -311,7 +342,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS &&
 	    !read_u64(cached->interp + off->interp_threads_head, &head) &&
 	    head == cached->head)
-		return -ST_NO_TSTATE;
+		return -(int)cached->status;
 	count(CNT_TSTATE_WALK);
 
 	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
@@ -324,6 +355,9 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			return -ST_ERR_READ_RUNTIME;
 		if (!i)
 			entry.head = w.tstate;
+		w.mark = w.tstate;
+		w.power = 1;
+		w.lam = 0;
 		bpf_loop(PYSIGHT_MAX_THREADS, walk_thread, &w, 0);
 		if (w.found) {
 			entry.tstate = w.tstate;
@@ -336,8 +370,9 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			break;
 	}
 	entry.tstate = 0;
+	entry.status = w.looped ? ST_ERR_THREAD_LOOP : ST_NO_TSTATE;
 	bpf_map_update_elem(&tstates, &tid, &entry, BPF_ANY);
-	return -ST_NO_TSTATE;
+	return -(int)entry.status;
 }
 
 /* Scalars the frame loop needs, copied out of the map value once. */
@@ -348,6 +383,8 @@ struct frame_ctx {
 	__u64 hash;
 	__u64 code_type;
 	__u64 tag_mask;
+	__u64 mark;		/* Brent's cycle check: a frame passed earlier */
+	__u32 power, lam;
 	__u32 n;
 	__u32 status;
 	__u32 cache_hits;
@@ -472,6 +509,10 @@ static long walk_frame(__u32 i, void *data)
 	code = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
 	instr = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_instr);
 	c->frame = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_prev);
+	if (seen_before(c->frame, &c->mark, &c->power, &c->lam)) {
+		c->status = ST_ERR_FRAME_LOOP;
+		return 1;
+	}
 
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (c->owner_cstack && c->f_owner < PYSIGHT_FRAME_WINDOW &&
@@ -596,6 +637,8 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	}
 
 	c.frame = frame;
+	c.mark = frame;
+	c.power = 1;
 	c.hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
 	c.code_type = proc->code_type_addr;
 	c.tag_mask = off->code_tag_mask;

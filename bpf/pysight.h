@@ -161,6 +161,8 @@ enum sample_status {
 	ST_ERR_READ_FRAME,	/* a frame could not be read */
 	ST_ERR_READ_CODE,	/* a code object could not be read */
 	ST_ERR_BAD_CODE,	/* frame's code field is not a code object */
+	ST_ERR_FRAME_LOOP,	/* the frame chain comes back to a frame */
+	ST_ERR_THREAD_LOOP,	/* not found, and the thread list loops */
 	ST__MAX,
 };
 

@@ -221,6 +221,12 @@ static void print_frames(const struct dthread *t)
 	unsigned int i;
 	int v;
 
+	if (!s && t->t.status >= ST_ERR_READ_RUNTIME) {
+		/* a lie or a race, not an idle thread: say which */
+		printf("    (no stack: %s)\n",
+		       collector__status_name(t->t.status));
+		return;
+	}
 	if (!s) {
 		printf("    (no Python frames)\n");
 		return;

@@ -653,6 +653,8 @@ const char *collector__status_name(int st)
 		[ST_ERR_READ_FRAME] = "frame read fault",
 		[ST_ERR_READ_CODE] = "code object read fault",
 		[ST_ERR_BAD_CODE] = "bad code object",
+		[ST_ERR_FRAME_LOOP] = "frame chain loops",
+		[ST_ERR_THREAD_LOOP] = "thread list loops",
 	};
 
 	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";

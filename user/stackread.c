@@ -26,6 +26,28 @@ static __u64 win64(const __u8 *win, unsigned int off)
 	return v;
 }
 
+/*
+ * Brent's cycle check, as frame_loops() in bpf/pysight.bpf.c: is next a
+ * node passed before?  A target can link its frames, or its thread
+ * states, into a ring.
+ */
+struct loop_check {
+	__u64 mark;
+	__u32 power, lam;
+};
+
+static bool loop_check__seen(struct loop_check *l, __u64 next)
+{
+	if (next && next == l->mark)
+		return true;
+	if (++l->lam == l->power) {
+		l->mark = next;
+		l->power <<= 1;
+		l->lam = 0;
+	}
+	return false;
+}
+
 static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 		       __u64 *out)
 {
@@ -33,6 +55,8 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
 			       off->tstate_thread_id : off->tstate_native_thread_id;
 	__u64 interp = 0, t = 0, id;
+	struct loop_check l;
+	bool looped = false;
 	int i, n;
 
 	if (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
@@ -41,6 +65,7 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
 		if (rd64(pid, interp + off->interp_threads_head, &t))
 			return -ST_ERR_READ_RUNTIME;
+		l = (struct loop_check){ .mark = t, .power = 1 };
 		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
 			if (rd64(pid, t + id_off, &id))
 				break;
@@ -50,11 +75,15 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 			}
 			if (rd64(pid, t + off->tstate_next, &t))
 				break;
+			if (loop_check__seen(&l, t)) {
+				looped = true;
+				break;
+			}
 		}
 		if (rd64(pid, interp + off->interp_next, &interp))
 			break;
 	}
-	return -ST_NO_TSTATE;
+	return looped ? -ST_ERR_THREAD_LOOP : -ST_NO_TSTATE;
 }
 
 static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
@@ -105,6 +134,7 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 {
 	const struct py_offsets *off = &proc->off;
 	__u64 frame = 0;
+	struct loop_check l;
 	int ret, i;
 
 	out->n = 0;
@@ -117,9 +147,13 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		ret = -ST_ERR_READ_FRAME;
 	if (ret)
 		return out->status = -ret;
+	l = (struct loop_check){ .mark = frame, .power = 1 };
 	/* one more than the limit, so a stack of exactly the limit is whole */
-	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
+	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++) {
 		ret = read_frame(pid, proc, &frame, out);
+		if (ret > 0 && loop_check__seen(&l, frame))
+			ret = -ST_ERR_FRAME_LOOP;
+	}
 	out->status = ret < 0 ? -ret : ST_COMPLETE;
 	if (out->status == ST_COMPLETE && !out->n)
 		out->status = ST_IDLE;

@@ -13,6 +13,8 @@
 #include "symbols.h"
 
 #define MAX_STR		1024
+/* above any user address: x86-64 with 5-level paging stops at 2^56 */
+#define USER_ADDR_END	(1ULL << 56)
 #define MAX_LINETABLE	(256 << 10)
 
 /* A code object, by its address and identity check. */
@@ -205,12 +207,18 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL;
-	if (len > MAX_STR)
-		len = MAX_STR;
 	data_off = (state >> 6) & 1 ? off->unicode_ascii_data :
 				      off->unicode_compact_data;
-	if (data_off == PY_OFF_NONE ||
-	    read_mem(pid, addr + data_off, raw, len * kind))
+	/*
+	 * A long name is cut at MAX_STR, but a length no object could have
+	 * (ending past user space) is a lie: say [unknown], not the prefix.
+	 */
+	if (data_off == PY_OFF_NONE || addr >= USER_ADDR_END ||
+	    len > (USER_ADDR_END - addr - data_off) / kind)
+		return NULL;
+	if (len > MAX_STR)
+		len = MAX_STR;
+	if (read_mem(pid, addr + data_off, raw, len * kind))
 		return NULL;
 	s = malloc(len * 4 + 1);
 	if (!s)

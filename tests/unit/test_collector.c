@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "collector.h"
+#include "offsets.h"
 #include "registry.h"
 #include "symbols.h"
 #include "writer.h"
@@ -248,10 +249,44 @@ static void test_events(struct child *ch)
 	collector__free(c);
 }
 
+/*
+ * A str read from our own memory: a name is cut at 1024 characters, but
+ * a length no object could have (a target that set it to 2^62) is no name.
+ */
+static void test_read_str(void)
+{
+	static uint64_t str_type[4];
+	static uint64_t obj[(48 + 2048) / 8];
+	struct py_proc proc = {};
+	uint64_t addr = (uint64_t)(uintptr_t)obj;
+	char *s;
+
+	CHECK(!offsets__from_table(3, 11, &proc.off), "3.11 offsets");
+	proc.unicode_type_addr = (uint64_t)(uintptr_t)str_type;
+	obj[0] = 1;					/* refcount */
+	obj[1] = proc.unicode_type_addr;
+	obj[4] = 1 << 2 | 1 << 5 | 1 << 6;		/* kind 1, compact, ascii */
+	memset((char *)obj + 48, 'a', 2048);
+	obj[2] = 5;
+	s = symbols__read_str(getpid(), &proc, addr);
+	CHECK(s && !strcmp(s, "aaaaa"), "5 characters: %s", s ? s : "NULL");
+	free(s);
+	obj[2] = 2000;
+	s = symbols__read_str(getpid(), &proc, addr);
+	CHECK(s && strlen(s) == 1024, "cut at 1024: %zu", s ? strlen(s) : 0);
+	free(s);
+	obj[2] = 1ULL << 62;
+	s = symbols__read_str(getpid(), &proc, addr);
+	CHECK(!s, "a length of 2^62 gave a name of %zu bytes", s ? strlen(s) : 0);
+	free(s);
+}
+
 int main(void)
 {
 	struct child ch = {};
 	int ret;
+
+	test_read_str();
 
 	if (!python()) {
 		printf("SKIPPED: no /usr/bin/python3 to hold code objects\n");
