@@ -209,6 +209,7 @@ def _minor_check_message():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _check_sanitizer_session(session)
     if not _ratio_selected or session.config.option.collectonly:
         return  # the ratio test was deselected: nothing to enforce
     if len(_ratio_minors) < MIN_MINORS:
@@ -218,6 +219,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    sanitizer = getattr(config, "_pysight_sanitizer_failure", None)
+    if sanitizer:
+        terminalreporter.section("pysight sanitizers", red=True)
+        terminalreporter.write_line("FAILED " + sanitizer, red=True)
     if not _ratio_selected or config.option.collectonly:
         return
     msg = getattr(config, "_pysight_minor_failure", None)
@@ -229,6 +234,53 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line("ratio test passed on minors: %s" % ", ".join(
             "%s (%s)" % (m, ", ".join(ids)) for m, ids in sorted(
                 _ratio_minors.items(), key=lambda kv: _version_key(kv[0]))))
+
+
+# --------------------------------------------------------------------------
+# Sanitizer reports (`make test-asan`)
+
+# Set by `make test-asan`: the directory where ASan, LSan and UBSan write
+# one report file per process (log_path).  A report fails the test during
+# which it appeared, and the session, whatever pysight's exit status was.
+SANITIZER_LOGS = os.environ.get("PYSIGHT_SANITIZER_LOGS")
+
+
+def sanitizer_reports():
+    if not SANITIZER_LOGS:
+        return set()
+    try:
+        return {os.path.join(SANITIZER_LOGS, n) for n in os.listdir(SANITIZER_LOGS)}
+    except FileNotFoundError:
+        return set()
+
+
+def _report_text(paths):
+    text = []
+    for path in sorted(paths):
+        with open(path, errors="replace") as f:
+            text.append("==> %s\n%s" % (path, f.read()[-6000:]))
+    return "\n".join(text)
+
+
+@pytest.fixture(autouse=True)
+def sanitizer_clean():
+    """With PYSIGHT_SANITIZER_LOGS: no new sanitizer report during the test."""
+    if not SANITIZER_LOGS:
+        yield
+        return
+    before = sanitizer_reports()
+    yield
+    new = sanitizer_reports() - before
+    assert not new, "sanitizer reports from pysight:\n" + _report_text(new)
+
+
+def _check_sanitizer_session(session):
+    reports = sanitizer_reports()
+    if reports:
+        session.config._pysight_sanitizer_failure = (
+            "%d sanitizer report(s) in %s" % (len(reports), SANITIZER_LOGS))
+        if session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # --------------------------------------------------------------------------
