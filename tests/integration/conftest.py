@@ -582,6 +582,53 @@ def orphan_programs(ignore=(), wait=10.0):
         time.sleep(0.25)
 
 
+def start_ready(procs, argv):
+    proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), "%s did not start: %r" % (argv, line)
+    proc.ready_line = line.strip()
+    return proc
+
+
+def spawn_with_pid(procs, argv, pid):
+    """Start argv as pid (ns_last_pid), or None if other forks kept
+    taking it."""
+    for _ in range(20):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+# What pysight holds, from the "held:" line of `record -v`: its RSS, its
+# caches and the sizes of its BPF maps.  The churn and exec-storm tests
+# compare these against a short run's.
+HELD = re.compile(r"held: rss (\d+) KiB, registry (\d+), processes (\d+), symbols (\d+), "
+                  r"stacks (\d+); BPF maps: procs (\d+), binaries (\d+), not_python (\d+), "
+                  r"targets (\d+), tstates (\d+), stacks_seen (\d+), uprobes (\d+), "
+                  r"thread states (-?\d+)")
+HELD_NAMES = ["rss", "registry", "processes", "symbols", "stacks", "procs", "binaries",
+              "not_python", "targets", "tstates", "stacks_seen", "uprobes", "thread_states"]
+
+
+def held(stderr):
+    m = HELD.search(stderr)
+    assert m, "no 'held:' line in pysight -v output:\n%s" % stderr[-2000:]
+    return dict(zip(HELD_NAMES, map(int, m.groups())))
+
+
+def dead_keys(pid, name, alive=lambda key: os.path.exists("/proc/%d" % key)):
+    """Keys of BPF map `name` (held by pysight, pid) that stay over two looks
+    a second apart and name no live task: entries for tasks that are gone."""
+    first = set(bpf_map_keys(pid, name))
+    time.sleep(1)
+    return sorted(k for k in first & set(bpf_map_keys(pid, name)) if not alive(k))
+
+
 # --------------------------------------------------------------------------
 # Fixtures
 
