@@ -13,9 +13,12 @@ import pytest
 from conftest import (SANITIZER_LOGS, WORKLOADS, Profile, Recorder, dead_keys, find_interp,
                       held, python_frames, spawn_with_pid, start_ready)
 
-# 10,000 by default; each is `python3 -S -c`, a few at a time.  On this
-# 2-CPU host 10,000 took about 50 s (see test_short_processes).
+# 10,000 by default, `python3 -S -c`, four at a time, but no longer than
+# SECONDS: on this shared 2-CPU host a short process takes 15 ms of CPU
+# and 30 ms or more of wall time, and 10,000 took 300 s with a parallel
+# build running.  The test says how many it ran.
 PROCESSES = int(os.environ.get("PYSIGHT_CHURN_PROCESSES", "10000"))
+SECONDS = float(os.environ.get("PYSIGHT_CHURN_SECONDS", "45"))
 WORKERS = 4
 # ASan keeps freed memory in quarantine and its shadow grows with the
 # heap: RSS says nothing about pysight there, and LeakSanitizer checks
@@ -37,7 +40,7 @@ def interp_or_skip(minor, kind=None):
     return interp
 
 
-def short_processes(procs, staging, workdir, count):
+def short_processes(procs, staging, workdir, count, seconds):
     """Record host-wide with -v while COUNT short Python processes run,
     a quarter of them on a shared-libpython pyenv build (user space
     inspects each) and the rest on Debian's 3.11 (configured in BPF at
@@ -50,27 +53,29 @@ def short_processes(procs, staging, workdir, count):
     rec.wait_sampling()
     storm = staging.script(debian, "exec_storm.py")
     t0 = time.monotonic()
-    runs = [procs.start(debian.argv(storm, n, workers, interp.exe, "-S", "-c", SHORT),
+    runs = [procs.start(debian.argv(storm, "--seconds", seconds, n, workers,
+                                    interp.exe, "-S", "-c", SHORT),
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for interp, n, workers in ((debian, count - count // 4, WORKERS - 1),
                                        (pyenv, count // 4, 1))]
+    ran = 0
     for run in runs:
-        out_text, err = run.communicate(timeout=600)
+        out_text, err = run.communicate(timeout=seconds + 120)
         assert run.returncode == 0, err
-        print(out_text.strip())
+        ran += int(out_text.split()[1])
     took = time.monotonic() - t0
     time.sleep(0.5)
     dead = dead_keys(rec.proc.pid, "procs")
     assert rec.stop() == 0, rec.stderr
     sizes = held(rec.stderr)
     sizes["dead_procs"] = len(dead)
-    return sizes, Profile.load(out), took
+    return sizes, Profile.load(out), ran, took
 
 
 def misattributed(prof):
     """Samples under one process's label in a function named for another
-    pid; and how many samples were checked."""
-    wrong, checked = [], 0
+    pid; how many samples were checked, and in how many processes."""
+    wrong, checked, pids = [], 0, set()
     for frames, count in prof.stacks:
         m = LABEL.match(frames[0].name) if frames else None
         if not m:
@@ -79,33 +84,66 @@ def misattributed(prof):
             f = PID_FN.match(fr.name)
             if f:
                 checked += count
+                pids.add(m.group(1))
                 if f.group(1) != m.group(1):
                     wrong.append("%s: %s x%d" % (frames[0].name, fr.name, count))
-    return wrong, checked
+    return wrong, checked, len(pids)
 
 
 def test_short_processes(procs, staging, workdir):
-    """10,000 short Python processes started and exited while recording
-    host-wide: the registry, the caches and the BPF maps end where 200
-    leave them, and each sample is in its own process."""
-    base, _, _ = short_processes(procs, staging, workdir, 200)
-    after, prof, took = short_processes(procs, staging, workdir, PROCESSES)
-    print("baseline %s\nafter %s\n%d processes in %.1f s" % (base, after, PROCESSES, took))
+    """10,000 short Python processes (or as many as SECONDS allow) started
+    and exited while recording host-wide: the registry, the caches and the
+    BPF maps end where 200 leave them, and each sample is in its own
+    process."""
+    base, _, _, _ = short_processes(procs, staging, workdir, 200, SECONDS)
+    after, prof, ran, took = short_processes(procs, staging, workdir, PROCESSES, SECONDS)
+    wrong, checked, sampled = misattributed(prof)
+    print("baseline %s\nafter %s\n%d processes in %.1f s; %d samples in %d of them "
+          "checked" % (base, after, ran, took, checked, sampled))
+    assert ran >= min(PROCESSES, 1000), "only %d processes ran in %.0f s" % (ran, took)
     assert after["dead_procs"] == 0, "BPF procs kept %d exited pids" % after["dead_procs"]
-    # other live processes on the host may add a few
-    for name in ("registry", "processes", "symbols", "procs", "targets", "tstates",
-                 "binaries", "not_python"):
-        assert after[name] <= base[name] + 5, (
+    # Others' Python processes on a shared host come and go meanwhile
+    # (symbols, by their code objects, moved by hundreds): what is kept
+    # per exited process would grow by thousands.  The exact check, with
+    # no one else counted, is test_short_processes_followed.
+    slack = 50
+    for name in ("registry", "processes", "procs", "targets", "tstates", "binaries",
+                 "not_python"):
+        assert after[name] <= base[name] + slack, (
             "%s grew from %d to %d over %d short processes" % (
-                name, base[name], after[name], PROCESSES))
+                name, base[name], after[name], ran))
     if CHECK_RSS:
-        assert after["rss"] <= base["rss"] + 4096, (
-            "RSS grew from %d KiB to %d KiB over %d processes" % (
-                base["rss"], after["rss"], PROCESSES))
-    wrong, checked = misattributed(prof)
+        # --group-by process: the profile itself has a stack per process
+        # (a few hundred bytes each); nothing else may grow
+        allowed = 4096 + (after["stacks"] - base["stacks"])
+        assert after["rss"] <= base["rss"] + allowed, (
+            "RSS grew from %d KiB to %d KiB over %d processes (%d stacks more)" % (
+                base["rss"], after["rss"], ran, after["stacks"] - base["stacks"]))
     assert not wrong, "samples in another process's function:\n" + "\n".join(wrong[:20])
-    assert checked >= min(50, PROCESSES // 100), (
-        "only %d samples in the short processes' own functions:\n%s" % (checked, prof.top()))
+    assert sampled >= min(20, ran // 100), (
+        "only %d processes sampled in their own functions:\n%s" % (sampled, prof.top()))
+
+
+def test_short_processes_followed(procs, staging, workdir):
+    """The same churn as the children of `record -- COMMAND`, where no one
+    else's process counts: once they are gone, pysight holds nothing for
+    any of them."""
+    interp = interp_or_skip("3.11", "debian")
+    count = min(PROCESSES, 1000)
+    out = os.path.join(workdir, "followed.folded")
+    rec = Recorder(procs, ["-v", "-o", out, "-r", 500, "--group-by", "process", "--"]
+                   + interp.argv(staging.script(interp, "exec_storm.py"), "--seconds",
+                                 SECONDS / 2, count, WORKERS - 1, interp.exe, "-S", "-c",
+                                 SHORT), stdout=subprocess.PIPE)
+    assert rec.wait(timeout=SECONDS + 60) == 0, rec.stderr
+    sizes = held(rec.stderr)
+    print("%s; held %s" % (rec.proc.stdout.read().strip(), sizes))
+    for name in ("registry", "processes", "symbols", "procs", "targets", "tstates",
+                 "thread_states"):
+        assert sizes[name] == 0, "%s: %d held after every process exited\n%s" % (
+            name, sizes[name], rec.stderr[-3000:])
+    wrong, checked, sampled = misattributed(Profile.load(out))
+    assert not wrong and sampled > 0, (wrong[:20], checked, sampled)
 
 
 def test_thread_churn(procs, staging, workdir):
