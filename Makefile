@@ -54,7 +54,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan
+.PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan
 
 all: $(OUTPUT)/pysight
 
@@ -183,9 +183,8 @@ $(ASAN_DIR)/pysight: $(ASAN_OBJS)
 
 asan: $(ASAN_DIR)/pysight
 
-test-asan: deps
-	$(Q)$(MAKE) --no-print-directory all asan unit pythons \
-		$(OUTPUT)/venv/.done $(OUTPUT)/node/.done $(OUTPUT)/cargo/bin/inferno-flamegraph
+integration-asan: $(ASAN_DIR)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
+		$(OUTPUT)/cargo/bin/inferno-flamegraph
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p -m 1777 $(ASAN_LOGS)
 	$(Q)PYSIGHT_BIN=$(abspath $(ASAN_DIR)/pysight) \
 		PYSIGHT_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
@@ -194,6 +193,12 @@ test-asan: deps
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(abspath $(ASAN_LOGS))/ubsan \
 		$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider \
 		$(or $(TESTS),tests/integration)
+
+# `make test` with the sanitized binary.  The unit tests are sanitized
+# already (`make unit`); this adds the binary.  TESTS=... runs a subset.
+test-asan: deps
+	$(Q)$(MAKE) --no-print-directory asan pythons
+	$(Q)$(MAKE) --no-print-directory integration-asan
 
 # The README's test command: install, build, and pass every test.
 test: deps
