@@ -243,6 +243,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 # one report file per process (log_path).  A report fails the test during
 # which it appeared, and the session, whatever pysight's exit status was.
 SANITIZER_LOGS = os.environ.get("PYSIGHT_SANITIZER_LOGS")
+# ASan keeps freed memory in quarantine and its shadow grows with the
+# heap: RSS says nothing about pysight there, and LeakSanitizer checks
+# what the RSS bounds stand in for.
+CHECK_RSS = not SANITIZER_LOGS
 
 
 def sanitizer_reports():

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import (SANITIZER_LOGS, WORKLOADS, Profile, Recorder, dead_keys, find_interp,
+from conftest import (CHECK_RSS, WORKLOADS, Profile, Recorder, dead_keys, find_interp,
                       held, python_frames, spawn_with_pid, start_ready)
 
 # 10,000 by default, `python3 -S -c`, four at a time, but no longer than
@@ -20,10 +20,6 @@ from conftest import (SANITIZER_LOGS, WORKLOADS, Profile, Recorder, dead_keys, f
 PROCESSES = int(os.environ.get("PYSIGHT_CHURN_PROCESSES", "10000"))
 SECONDS = float(os.environ.get("PYSIGHT_CHURN_SECONDS", "45"))
 WORKERS = 4
-# ASan keeps freed memory in quarantine and its shadow grows with the
-# heap: RSS says nothing about pysight there, and LeakSanitizer checks
-# what RSS stands in for.
-CHECK_RSS = not SANITIZER_LOGS
 
 # Each short process burns about a millisecond in a function named after
 # its own pid, so a sample given to another process shows as a mismatch.
