@@ -54,7 +54,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration clean pythons fuzz
+.PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan
 
 all: $(OUTPUT)/pysight
 
@@ -153,6 +153,52 @@ $(OUTPUT)/cargo/bin/inferno-flamegraph: | $(OUTPUT)
 integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
 		$(OUTPUT)/cargo/bin/inferno-flamegraph
 	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
+
+# pysight itself built with ASan+UBSan, into its own directory so the
+# normal build is untouched.  `make test-asan` runs the integration suite
+# against it with LeakSanitizer on; any sanitizer report (each goes to a
+# file in ASAN_LOGS) fails the run, see tests/integration/conftest.py.
+ASAN_DIR := $(OUTPUT)/asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_OBJS := $(patsubst $(OUTPUT)/%,$(ASAN_DIR)/%,$(USER_OBJS))
+ASAN_LOGS := $(ASAN_DIR)/logs
+# genuine third-party leaks only; each entry says why
+LSAN_SUPP := $(abspath tests/asan/lsan.supp)
+
+$(ASAN_DIR):
+	$(Q)mkdir -p $@
+
+$(ASAN_DIR)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h $(OUTPUT)/pysight.skel.h \
+		$(OUTPUT)/write_svg.js.h $(PPROF_GEN) | $(ASAN_DIR)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
+
+$(ASAN_DIR)/profile.pb-c.o: $(PPROF_GEN) | $(ASAN_DIR)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) $(INCLUDES) -c $< -o $@
+
+$(ASAN_DIR)/pysight: $(ASAN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) $^ $(LIBS) -o $@
+
+asan: $(ASAN_DIR)/pysight
+
+integration-asan: $(ASAN_DIR)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
+		$(OUTPUT)/cargo/bin/inferno-flamegraph
+	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p -m 1777 $(ASAN_LOGS)
+	$(Q)PYSIGHT_BIN=$(abspath $(ASAN_DIR)/pysight) \
+		PYSIGHT_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:log_path=$(abspath $(ASAN_LOGS))/asan \
+		LSAN_OPTIONS=suppressions=$(LSAN_SUPP):print_suppressions=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(abspath $(ASAN_LOGS))/ubsan \
+		$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider \
+		$(or $(TESTS),tests/integration)
+
+# `make test` with the sanitized binary.  The unit tests are sanitized
+# already (`make unit`); this adds the binary.  TESTS=... runs a subset.
+test-asan: deps
+	$(Q)$(MAKE) --no-print-directory asan pythons
+	$(Q)$(MAKE) --no-print-directory integration-asan
 
 # The README's test command: install, build, and pass every test.
 test: deps

@@ -97,14 +97,16 @@ static int by_path(struct group *a, struct group *b)
 	return strcmp(a->path, b->path);
 }
 
-static void print(struct group *groups)
+/* Sorting moves the head: the caller's pointer must follow, or what it
+ * frees from there on misses the groups sorted before it. */
+static void print(struct group **groups)
 {
 	struct group *g, *tmp;
 
 	printf("%-12s  %-36s  %5s  %7s  %-40s  %s\n", "CONTAINER", "POD", "PROCS",
 	       "THREADS", "CGROUP", "PYTHON PROCESSES");
-	HASH_SORT(groups, by_path);
-	HASH_ITER(hh, groups, g, tmp) {
+	HASH_SORT(*groups, by_path);
+	HASH_ITER(hh, *groups, g, tmp) {
 		printf("%-12.12s  %-36s  %5u  %7u  %-40s  %s\n",
 		       g->is_ct ? g->ct.id : "-",
 		       g->is_ct && g->ct.pod[0] ? g->ct.pod : "-", g->procs,
@@ -165,7 +167,7 @@ int cmd_containers(int argc, char **argv)
 		printf("no Python processes found%s\n", geteuid() ?
 		       " (run as root to see other users' processes)" : "");
 	else
-		print(groups);
+		print(&groups);
 	HASH_ITER(hh, groups, g, tmp) {
 		HASH_DEL(groups, g);
 		free(g);

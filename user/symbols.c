@@ -256,6 +256,7 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 		return -ENOMEM;
 	if (len && read_mem(pid, addr + off->bytes_data, *out, len)) {
 		free(*out);
+		*out = NULL;	/* read_symbol's sym_clear frees it too */
 		return -EFAULT;
 	}
 	*outlen = len;

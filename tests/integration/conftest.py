@@ -209,6 +209,7 @@ def _minor_check_message():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _check_sanitizer_session(session)
     if not _ratio_selected or session.config.option.collectonly:
         return  # the ratio test was deselected: nothing to enforce
     if len(_ratio_minors) < MIN_MINORS:
@@ -218,6 +219,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    sanitizer = getattr(config, "_pysight_sanitizer_failure", None)
+    if sanitizer:
+        terminalreporter.section("pysight sanitizers", red=True)
+        terminalreporter.write_line("FAILED " + sanitizer, red=True)
     if not _ratio_selected or config.option.collectonly:
         return
     msg = getattr(config, "_pysight_minor_failure", None)
@@ -229,6 +234,57 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line("ratio test passed on minors: %s" % ", ".join(
             "%s (%s)" % (m, ", ".join(ids)) for m, ids in sorted(
                 _ratio_minors.items(), key=lambda kv: _version_key(kv[0]))))
+
+
+# --------------------------------------------------------------------------
+# Sanitizer reports (`make test-asan`)
+
+# Set by `make test-asan`: the directory where ASan, LSan and UBSan write
+# one report file per process (log_path).  A report fails the test during
+# which it appeared, and the session, whatever pysight's exit status was.
+SANITIZER_LOGS = os.environ.get("PYSIGHT_SANITIZER_LOGS")
+# ASan keeps freed memory in quarantine and its shadow grows with the
+# heap: RSS says nothing about pysight there, and LeakSanitizer checks
+# what the RSS bounds stand in for.
+CHECK_RSS = not SANITIZER_LOGS
+
+
+def sanitizer_reports():
+    if not SANITIZER_LOGS:
+        return set()
+    try:
+        return {os.path.join(SANITIZER_LOGS, n) for n in os.listdir(SANITIZER_LOGS)}
+    except FileNotFoundError:
+        return set()
+
+
+def _report_text(paths):
+    text = []
+    for path in sorted(paths):
+        with open(path, errors="replace") as f:
+            text.append("==> %s\n%s" % (path, f.read()[-6000:]))
+    return "\n".join(text)
+
+
+@pytest.fixture(autouse=True)
+def sanitizer_clean():
+    """With PYSIGHT_SANITIZER_LOGS: no new sanitizer report during the test."""
+    if not SANITIZER_LOGS:
+        yield
+        return
+    before = sanitizer_reports()
+    yield
+    new = sanitizer_reports() - before
+    assert not new, "sanitizer reports from pysight:\n" + _report_text(new)
+
+
+def _check_sanitizer_session(session):
+    reports = sanitizer_reports()
+    if reports:
+        session.config._pysight_sanitizer_failure = (
+            "%d sanitizer report(s) in %s" % (len(reports), SANITIZER_LOGS))
+        if session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # --------------------------------------------------------------------------
@@ -528,6 +584,53 @@ def orphan_programs(ignore=(), wait=10.0):
         if not progs or time.monotonic() > deadline:
             return ["%s:%s" % kv for kv in sorted(progs.items())]
         time.sleep(0.25)
+
+
+def start_ready(procs, argv):
+    proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), "%s did not start: %r" % (argv, line)
+    proc.ready_line = line.strip()
+    return proc
+
+
+def spawn_with_pid(procs, argv, pid):
+    """Start argv as pid (ns_last_pid), or None if other forks kept
+    taking it."""
+    for _ in range(20):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+# What pysight holds, from the "held:" line of `record -v`: its RSS, its
+# caches and the sizes of its BPF maps.  The churn and exec-storm tests
+# compare these against a short run's.
+HELD = re.compile(r"held: rss (\d+) KiB, registry (\d+), processes (\d+), symbols (\d+), "
+                  r"stacks (\d+); BPF maps: procs (\d+), binaries (\d+), not_python (\d+), "
+                  r"targets (\d+), tstates (\d+), stacks_seen (\d+), uprobes (\d+), "
+                  r"thread states (-?\d+)")
+HELD_NAMES = ["rss", "registry", "processes", "symbols", "stacks", "procs", "binaries",
+              "not_python", "targets", "tstates", "stacks_seen", "uprobes", "thread_states"]
+
+
+def held(stderr):
+    m = HELD.search(stderr)
+    assert m, "no 'held:' line in pysight -v output:\n%s" % stderr[-2000:]
+    return dict(zip(HELD_NAMES, map(int, m.groups())))
+
+
+def dead_keys(pid, name, alive=lambda key: os.path.exists("/proc/%d" % key)):
+    """Keys of BPF map `name` (held by pysight, pid) that stay over two looks
+    a second apart and name no live task: entries for tasks that are gone."""
+    first = set(bpf_map_keys(pid, name))
+    time.sleep(1)
+    return sorted(k for k in first & set(bpf_map_keys(pid, name)) if not alive(k))
 
 
 # --------------------------------------------------------------------------

@@ -2,15 +2,14 @@
 interpreters, exec storms, files truncated under it, paths that try to
 steer where root places a uprobe."""
 import os
-import re
 import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import (Profile, Recorder, assert_recorded, bpf_map_keys, find_interp,
-                      python_frames, run_pysight)
+from conftest import (CHECK_RSS, Profile, Recorder, assert_recorded, dead_keys, find_interp,
+                      held, python_frames, run_pysight, spawn_with_pid, start_ready)
 
 
 def debian_311():
@@ -18,14 +17,6 @@ def debian_311():
     if interp is None:
         pytest.skip("no Debian /usr/bin/python3.11 here")
     return interp
-
-
-def start_ready(procs, argv):
-    proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.startswith("ready"), "%s did not start: %r" % (argv, line)
-    proc.ready_line = line.strip()
-    return proc
 
 
 def test_deleted_interpreter_is_profiled(procs, staging, workdir):
@@ -51,19 +42,6 @@ def test_deleted_interpreter_is_profiled(procs, staging, workdir):
     assert exact.total >= 0.95 * sub.total, sub.top()
 
 
-HELD = re.compile(r"held: rss (\d+) KiB, registry (\d+), processes (\d+), symbols (\d+), "
-                  r"stacks (\d+); BPF maps: procs (\d+), binaries (\d+), not_python (\d+), "
-                  r"targets (\d+), tstates (\d+), stacks_seen (\d+), uprobes (\d+)")
-HELD_NAMES = ["rss", "registry", "processes", "symbols", "stacks", "procs", "binaries",
-              "not_python", "targets", "tstates", "stacks_seen", "uprobes"]
-
-
-def held(stderr):
-    m = HELD.search(stderr)
-    assert m, "no 'held:' line in pysight -v output:\n%s" % stderr[-2000:]
-    return dict(zip(HELD_NAMES, map(int, m.groups())))
-
-
 def storm(procs, staging, workdir, count):
     """Record host-wide with -v while COUNT execs of /bin/true run; what
     pysight holds at the end."""
@@ -76,11 +54,7 @@ def storm(procs, staging, workdir, count):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     time.sleep(0.5)
-    # two looks a second apart: what stays, for pids that are gone
-    first = set(bpf_map_keys(rec.proc.pid, "procs"))
-    time.sleep(1)
-    dead = [pid for pid in first & set(bpf_map_keys(rec.proc.pid, "procs"))
-            if not os.path.exists("/proc/%d" % pid)]
+    dead = dead_keys(rec.proc.pid, "procs")
     assert rec.stop() == 0, rec.stderr
     sizes = held(rec.stderr)
     sizes["dead_procs"] = len(dead)
@@ -106,8 +80,10 @@ def test_exec_storm_leaves_nothing_behind(procs, staging, workdir):
             "%s grew from %d to %d over %d execs of /bin/true" % (
                 name, base[name], after[name], EXECS))
     assert after["not_python"] <= base["not_python"] + 3, after
-    assert after["rss"] <= base["rss"] + 4096, (
-        "RSS grew from %d KiB to %d KiB over %d execs" % (base["rss"], after["rss"], EXECS))
+    if CHECK_RSS:
+        assert after["rss"] <= base["rss"] + 4096, (
+            "RSS grew from %d KiB to %d KiB over %d execs" % (base["rss"], after["rss"],
+                                                              EXECS))
 
 
 def test_thread_state_recreated(procs, staging, workdir):
@@ -173,20 +149,6 @@ def test_binary_rewritten_in_place(procs, staging, workdir):
     sub = prof.containing("about_to_exit_work", "exiting.py")
     assert sub.total >= 0.8 * (2 + 0.5) * 200, "%d samples:\n%s\n%s" % (
         sub.total, prof.top(), rec.stderr)
-
-
-def spawn_with_pid(procs, argv, pid):
-    """Start argv as pid (ns_last_pid), or None if other forks kept
-    taking it."""
-    for _ in range(20):
-        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(pid - 1))
-        proc = procs.start(argv, stdout=subprocess.PIPE, text=True)
-        if proc.pid == pid:
-            return proc
-        proc.kill()
-        proc.wait()
-    return None
 
 
 def test_pid_reuse_at_same_address(procs, staging, workdir):
