@@ -150,6 +150,10 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		collector__free(c);
 		return -ENOMEM;
 	}
+	/* now, while kallsyms shows addresses: the capability that lets it
+	 * (CAP_SYSLOG) is dropped once setup is over */
+	if (o->kernel_stacks)
+		c->ksyms = ksyms__load(NULL);
 	*out = c;
 	return 0;
 }
@@ -501,7 +505,7 @@ static const struct pstack *with_kernel(struct collector *c,
 	n = sampler__kernel_stack(c->sampler, kstack, ips, PYSIGHT_KSTACK_DEPTH);
 	if (n <= 0)
 		return py;
-	if (!c->ksyms && !(c->ksyms = ksyms__load(NULL)))
+	if (!c->ksyms)
 		return py;
 	for (i = 0; i < py->n; i++)
 		out[i] = py->frames[i];
