@@ -403,7 +403,7 @@ struct frame_ctx {
 	__u32 n;
 	__u32 status;
 	__u32 cache_hits;
-	__u16 f_prev, f_code, f_instr, f_owner;
+	__u16 f_prev, f_code, f_instr, f_owner, f_len;
 	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
@@ -495,7 +495,9 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 		if (bb && o <= PYSIGHT_BULK - PYSIGHT_FRAME_WINDOW)
 			return bb->data + o;
 	}
-	if (bpf_probe_read_user(b->fwin, sizeof(b->fwin), (void *)c->frame))
+	/* the frame's own fields only: a frame can end its stack chunk, and
+	 * the window past it may not be mapped */
+	if (bpf_probe_read_user(b->fwin, c->f_len, (void *)c->frame))
 		return NULL;
 	return b->fwin;
 }
@@ -661,6 +663,8 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c.f_code = off->frame_code;
 	c.f_instr = off->frame_instr;
 	c.f_owner = off->frame_owner;
+	c.f_len = off->frame_read_len && off->frame_read_len <= PYSIGHT_FRAME_WINDOW ?
+		  off->frame_read_len : PYSIGHT_FRAME_WINDOW;
 	c.c_first = off->code_firstlineno;
 	c.c_file = off->code_filename;
 	c.c_name = off->code_name;

@@ -106,7 +106,11 @@ struct py_offsets {
 	__u16 code_nlocals;
 	__u16 code_localskinds;
 	__u16 tuple_items;		/* ob_item in PyTupleObject */
-	__u16 pad[2];
+	/* Derived: the bytes of a frame that hold what the walkers read, at
+	 * most PYSIGHT_FRAME_WINDOW.  A frame can end a stack chunk, so more
+	 * can run into an unmapped page. */
+	__u16 frame_read_len;
+	__u16 pad[1];
 };
 
 enum py_proc_state {

@@ -31,6 +31,25 @@
  * carry it, the generated header facts check it. */
 #define PYOBJECT_TYPE	8
 
+static unsigned int field_end(__u16 off, unsigned int width)
+{
+	return off == PY_OFF_NONE ? 0 : off + width;
+}
+
+/* The facts computed from the others, whatever their source. */
+static void derive(struct py_offsets *o)
+{
+	unsigned int n = field_end(o->frame_previous, 8);
+
+	if (field_end(o->frame_code, 8) > n)
+		n = field_end(o->frame_code, 8);
+	if (field_end(o->frame_instr, 8) > n)
+		n = field_end(o->frame_instr, 8);
+	if (field_end(o->frame_owner, 1) > n)
+		n = field_end(o->frame_owner, 1);
+	o->frame_read_len = n < PYSIGHT_FRAME_WINDOW ? n : PYSIGHT_FRAME_WINDOW;
+}
+
 int offsets__from_table(int major, int minor, struct py_offsets *out)
 {
 	unsigned int i;
@@ -41,6 +60,7 @@ int offsets__from_table(int major, int minor, struct py_offsets *out)
 		if (((offsets_table[i].version_hex >> 16) & 0xff) ==
 		    (unsigned int)minor) {
 			*out = offsets_table[i];
+			derive(out);
 			return 0;
 		}
 	}
@@ -495,5 +515,6 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 		return -EINVAL;
 	}
 	fill(out, version, l, &d);
+	derive(out);
 	return 0;
 }

@@ -105,7 +105,10 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 	__u32 check;
 	int err;
 
-	if (symbols__read_mem(pid, *frame, win, sizeof(win)))
+	/* the frame's fields, not the window: the frame may end a chunk */
+	memset(win, 0, sizeof(win));
+	if (symbols__read_mem(pid, *frame, win, off->frame_read_len ?
+			      off->frame_read_len : sizeof(win)))
 		return -ST_ERR_READ_FRAME;
 	code = win64(win, off->frame_code) & off->code_tag_mask;
 	instr = win64(win, off->frame_instr);

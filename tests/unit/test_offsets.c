@@ -102,7 +102,8 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 	X(code_name) X(code_qualname) X(code_firstlineno)		\
 	X(code_linetable) X(code_code_adaptive) X(unicode_hash)		\
 	X(unicode_state) X(unicode_ascii_data) X(unicode_compact_data)	\
-	X(bytes_size) X(bytes_data)
+	X(bytes_size) X(bytes_data) X(frame_localsplus) X(code_varnames)	\
+	X(code_localskinds) X(tuple_items)
 
 /* Positions of every value the parser reads, to corrupt each in turn. */
 #define LAYOUT_FIELDS(X)						\
@@ -120,9 +121,27 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 
 /* ---- 3.8-3.12 table ---- */
 
+/* A frame is read up to its last field the walkers use, no further. */
+static void check_frame_read_len(const char *what, const struct py_offsets *o)
+{
+	unsigned int end = o->frame_previous + 8u;
+
+	if (o->frame_code + 8u > end)
+		end = o->frame_code + 8u;
+	if (o->frame_instr + 8u > end)
+		end = o->frame_instr + 8u;
+	if (o->frame_owner != PY_OFF_NONE && o->frame_owner + 1u > end)
+		end = o->frame_owner + 1;
+	CHECK(o->frame_read_len == end && end <= PYSIGHT_FRAME_WINDOW,
+	      "%s frame_read_len %u, fields end at %u", what,
+	      o->frame_read_len, end);
+}
+
 static void check_table_entry(int minor, const struct py_offsets *o)
 {
 	bool old = minor <= 10;
+
+	check_frame_read_len("table", o);
 
 	CHECK(o->version_hex == (__u32)(0x03000000 | minor << 16),
 	      "3.%d version_hex %#x", minor, o->version_hex);
@@ -245,6 +264,8 @@ static void test_fixture(const struct fixture *f)
 	CHECK(o.fld == h->fld, "%s " #fld " parsed %u, headers %u",	\
 	      f->file, o.fld, h->fld);
 	U16_FIELDS(SAME)
+	check_frame_read_len(f->file, &o);
+	SAME(code_nlocals)	/* absent from 3.11: co_localspluskinds says */
 #undef SAME
 	/* And a few numbers checked by eye against the headers. */
 	CHECK(o.unicode_ascii_data == 40 && o.unicode_compact_data == 56,
