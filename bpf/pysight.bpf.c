@@ -485,7 +485,7 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 					  struct sample_buf *b)
 {
 	struct bulk_buf *bb;
-	__u32 zero = 0;
+	__u32 zero = 0, len;
 	__u64 o;
 
 	if (c->frame >= c->bulk_lo &&
@@ -497,7 +497,10 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 	}
 	/* the frame's own fields only: a frame can end its stack chunk, and
 	 * the window past it may not be mapped */
-	if (bpf_probe_read_user(b->fwin, c->f_len, (void *)c->frame))
+	len = c->f_len;
+	if (len < 8 || len > PYSIGHT_FRAME_WINDOW)	/* for the verifier */
+		len = PYSIGHT_FRAME_WINDOW;
+	if (bpf_probe_read_user(b->fwin, len, (void *)c->frame))
 		return NULL;
 	return b->fwin;
 }
@@ -663,8 +666,7 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c.f_code = off->frame_code;
 	c.f_instr = off->frame_instr;
 	c.f_owner = off->frame_owner;
-	c.f_len = off->frame_read_len && off->frame_read_len <= PYSIGHT_FRAME_WINDOW ?
-		  off->frame_read_len : PYSIGHT_FRAME_WINDOW;
+	c.f_len = off->frame_read_len;
 	c.c_first = off->code_firstlineno;
 	c.c_file = off->code_filename;
 	c.c_name = off->code_name;
