@@ -25,7 +25,6 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct convert_opts *c = state->input;
-	char names[128];
 
 	switch (key) {
 	case ARGP_KEY_INIT:
@@ -35,8 +34,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		c->out = arg;
 		break;
 	case 'f':
-		if (!writer__find(arg))
-			bad_value("--format", arg, writer__names(names, sizeof(names)));
+		writer__check_format(arg);
 		c->format = arg;
 		break;
 	case ARGP_KEY_ARG:
@@ -64,16 +62,13 @@ int cmd_convert(int argc, char **argv)
 	struct convert_opts c = {};
 	struct profile *p = NULL, *shown = NULL;
 	const struct writer *w;
-	char err[512], names[128];
+	char err[512];
 	int ret;
 
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &c))
 		return 2;
-	w = c.format ? writer__find(c.format) : writer__for_path(c.out);
-	if (!w)
-		usage_error("cannot tell the format of %s from its extension; give -f (%s)",
-			    c.out, writer__names(names, sizeof(names)));
+	w = writer__choose(c.format, c.out);
 	ret = reader__load(c.in, &p, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "pysight: %s\n", err);

@@ -51,18 +51,13 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct diff_opts *d = state->input;
-	char *end;
-	double v;
-
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &d->collapse;
 		break;
 	case 'n':
-		v = strtol(arg, &end, 10);
-		if (*end || v < 1 || v > 100000)
-			bad_value("--top", arg, "expected an integer from 1 to 100000");
-		d->top = (int)v;
+		d->top = (int)parse_long("--top", arg, 1, 100000,
+					 "expected an integer from 1 to 100000");
 		break;
 	case 'b':
 		if (tally__parse_by(arg, &d->by))
@@ -77,11 +72,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		d->format = arg;
 		break;
 	case OPT_FAIL_OVER:
-		errno = 0;
-		v = strtod(arg, &end);
-		if (errno || *end || !isfinite(v) || v < 0 || v > 100)
-			bad_value("--fail-over", arg, "expected points from 0 to 100");
-		d->fail_over = v;
+		d->fail_over = parse_double("--fail-over", arg, 0, true, 100,
+					    "expected points from 0 to 100");
 		break;
 	case ARGP_KEY_ARG:
 		if (d->npaths == 2)
@@ -302,11 +294,9 @@ static int write_output(struct diff_opts *o, struct diff *d)
 	if (!fmt && o->output) {
 		w = writer__for_path(o->output);
 		fmt = w == &writer_svg ? "svg" : w == &writer_folded ? "folded" : NULL;
-		if (!fmt) {
-			fprintf(stderr, "pysight: cannot tell the format of %s from its extension; give -f svg or -f folded, or name it .svg or .folded\n",
-				o->output);
-			return 1;
-		}
+		if (!fmt)
+			usage_error("cannot tell the format of %s from its extension; give -f svg or -f folded, or name it .svg or .folded",
+				    o->output);
 	}
 	if (!fmt)
 		return 0;

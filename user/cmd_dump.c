@@ -41,17 +41,15 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct dump_opts *o = state->input;
-	char *end;
-	long l;
+	pid_t pid;
 
 	switch (key) {
 	case 'p':
-		l = strtol(arg, &end, 10);
-		if (*end || l < 1 || l >= (1L << 30))
-			bad_value("--pid", arg, "expected a process id");
+		pid = (pid_t)parse_long("--pid", arg, 1, 0x3fffffff,
+					"expected a process id");
 		if (o->npids == MAX_PIDS)
 			bad_value("--pid", arg, "at most 64 processes");
-		o->pids[o->npids++] = (pid_t)l;
+		o->pids[o->npids++] = pid;
 		break;
 	case 'j':
 		o->json = true;

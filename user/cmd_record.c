@@ -55,7 +55,7 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE, in the format its extension names (default pysight-DATE.folded; repeatable)", 0 },
-	{ "format", 'f', "FORMAT", 0, "Output format (default: from the -o extension, else folded)", 0 },
+	{ "format", 'f', "FORMAT", 0, "folded, speedscope, pprof or svg (default: from the -o extension, else folded)", 0 },
 	{ "threads", OPT_THREADS, NULL, 0, "Add a root frame per thread: thread TID (NAME) (--group-by thread)", 0 },
 	{ "group-by", OPT_GROUP_BY, "KEYS", 0, "Root frames that label stacks, in order: process, thread, cgroup, container (comma-separated)", 0 },
 	{},
@@ -85,13 +85,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->outputs[o->noutputs++] = arg;
 		break;
 	case 'f':
-		if (!writer__find(arg)) {
-			char names[128], want[160];
-
-			snprintf(want, sizeof(want), "expected one of %s",
-				 writer__names(names, sizeof(names)));
-			bad_value("--format", arg, want);
-		}
+		writer__check_format(arg);
 		o->format = arg;
 		break;
 	case OPT_THREADS:
@@ -321,23 +315,10 @@ static void describe(struct record *r, struct profile_meta *m)
 	m->start_unix_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* The format of output i: -f's, else the one its extension names, else
- * an error listing the choices. */
+/* The format of output i: -f's, else the one its extension names. */
 static const struct writer *writer_of(struct record *r, int i)
 {
-	const char *path = r->o.outputs[i];
-	const struct writer *w;
-	char names[128];
-
-	if (r->o.format)
-		return writer__find(r->o.format);
-	w = writer__for_path(path);
-	if (w)
-		return w;
-	fprintf(stderr, "pysight: cannot tell the format of %s from its extension; "
-		"give -f (%s) or name it .folded, .txt, .json, .pb.gz, .pprof or .svg\n",
-		path, writer__names(names, sizeof(names)));
-	exit(2);
+	return writer__choose(r->o.format, r->o.outputs[i]);
 }
 
 static void pick_writers(struct record *r, const struct writer **w)

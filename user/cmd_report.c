@@ -32,18 +32,14 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct report_opts *r = state->input;
-	char *end;
-	long n;
 
 	switch (key) {
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &r->collapse;
 		break;
 	case 'n':
-		n = strtol(arg, &end, 10);
-		if (*end || n < 1 || n > 100000)
-			bad_value("--top", arg, "expected an integer from 1 to 100000");
-		r->top = (int)n;
+		r->top = (int)parse_long("--top", arg, 1, 100000,
+					 "expected an integer from 1 to 100000");
 		break;
 	case 'b':
 		if (tally__parse_by(arg, &r->tally.by))

@@ -151,14 +151,8 @@ static int setup_line(struct flatten *fl, struct line *l,
 	for (i = 0; i < e->stack->n; i++)
 		if (!frame_text(fl, e->stack->frames[i]))
 			return -ENOMEM;
-	l->cause_at = -1;
-	if (profile__kind_frame(e->kind)) {
-		/* under the Python frames, above the kernel's */
-		for (i = 0; i < e->stack->n; i++)
-			if (e->stack->frames[i]->kind == PFRAME_KERNEL)
-				break;
-		l->cause_at = (short)i;
-	}
+	/* under the Python frames, above the kernel's */
+	l->cause_at = (short)pentry__cause_at(e);
 	l->depth = l->nroots + (int)e->stack->n + (l->cause_at >= 0);
 	return 0;
 }

@@ -133,16 +133,14 @@ static void count(struct row *r, const struct pentry *e, size_t idx,
 static int add_entry(struct builder *b, const struct pentry *e, size_t idx)
 {
 	const struct pstack *s = e->stack;
+	int at = pentry__cause_at(e);
+	unsigned int i, py = at < 0 ? s->n : (unsigned int)at;
 	struct row *cause = NULL;
-	unsigned int i, py = s->n;
 
-	if (profile__kind_frame(e->kind)) {
+	if (at >= 0) {
 		cause = cause_row(b, e);
 		if (!cause)
 			return -ENOMEM;
-		for (py = 0; py < s->n; py++)
-			if (s->frames[py]->kind == PFRAME_KERNEL)
-				break;
 	}
 	for (i = 0; i < s->n; i++) {
 		struct row *r = row_of(b, s->frames[i], e);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "usage.h"
 #include "writer.h"
 
 static const struct writer *const writers[] = {
@@ -63,6 +64,40 @@ const char *writer__names(char *buf, size_t len)
 		o += snprintf(buf + o, len - o, "%s%s", i ? ", " : "",
 			      writers[i]->name);
 	return buf;
+}
+
+const char *writer__check_format(const char *name)
+{
+	char names[128], want[160];
+
+	if (!writer__find(name)) {
+		snprintf(want, sizeof(want), "expected one of %s",
+			 writer__names(names, sizeof(names)));
+		bad_value("--format", name, want);
+	}
+	return name;
+}
+
+const struct writer *writer__choose(const char *format, const char *path)
+{
+	const struct writer *w;
+	char names[128], exts[128];
+	size_t i, e, o = 0;
+
+	if (format)
+		return writer__find(writer__check_format(format));
+	w = writer__for_path(path);
+	if (w)
+		return w;
+	exts[0] = 0;
+	for (i = 0; i < NWRITERS; i++)
+		for (e = 0; e < WRITER_EXTS && writers[i]->exts[e]; e++)
+			if (o < sizeof(exts))
+				o += snprintf(exts + o, sizeof(exts) - o, "%s.%s",
+					      o ? ", " : "", writers[i]->exts[e]);
+	usage_error("cannot tell the format of %s from its extension; give -f (%s) or name it %s",
+		    path, writer__names(names, sizeof(names)), exts);
+	return NULL;
 }
 
 /* Who the file is for: the user behind sudo, as perf does, else us. */

@@ -39,6 +39,11 @@ const struct writer *writer__find(const char *name);
 const struct writer *writer__for_path(const char *path);
 /* "folded, speedscope, ...": the -f choices, for errors. */
 const char *writer__names(char *buf, size_t len);
+/* -f's argument, checked: exits 2 naming the choices when no writer has it. */
+const char *writer__check_format(const char *name);
+/* The writer -f names, else the one path's extension names; exits 2 with
+ * the formats and extensions to choose from when neither does. */
+const struct writer *writer__choose(const char *format, const char *path);
 
 /*
  * Write to a temporary file next to path and rename it into place, so an

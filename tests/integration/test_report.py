@@ -128,3 +128,26 @@ def test_report_by_and_labels():
     assert run.returncode == 0 and "no samples for that process or thread" in run.stdout
     run = report("--by", "lines", threads)
     assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+
+
+@pytest.mark.parametrize("cmd", ["record", "convert", "diff"])
+def test_unknown_extension_names_the_choices(tmp_path, cmd):
+    """An -o whose extension no writer has is a usage error, before any
+    work, in one line that says what would do; -f names the formats."""
+    golden = os.path.join(FIXTURES, "golden.folded")
+    out = tmp_path / "profile.xyz"
+    args = {"record": ["-o", out, "--", "true"],
+            "convert": [golden, "-o", out],
+            "diff": [golden, golden, "-o", out]}[cmd]
+    run = subprocess.run([PYSIGHT, cmd] + [str(a) for a in args],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "cannot tell the format of %s" % out in run.stderr
+    assert ".svg" in run.stderr and "-f" in run.stderr, run.stderr
+    if cmd != "diff":
+        assert all(f in run.stderr for f in ("folded", "speedscope", "pprof", ".pb.gz")), run.stderr
+    assert not out.exists()
+    if cmd != "diff":
+        run = subprocess.run([PYSIGHT, cmd, "--help"], capture_output=True, text=True, timeout=30)
+        fmt = [l for l in run.stdout.splitlines() if "--format" in l]
+        assert fmt and all(f in fmt[0] for f in ("folded", "speedscope", "pprof", "svg")), fmt
