@@ -12,18 +12,32 @@ CFLAGS ?= -O2 -g
 VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
-INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -Ibpf -Iuser
-LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw
+INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -I$(OUTPUT)/otlp -Ibpf -Iuser
+LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw -lcurl \
+	-lmicrohttpd -lpthread
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    debootstrap uthash-dev binutils util-linux python3-venv libcap-dev \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
 	    golang-github-google-pprof-dev libncurses-dev tmux \
+	    libcurl4-openssl-dev libmicrohttpd-dev \
 	    chromium
 
+# OTLP profiles (a "development" signal: pinned, see docs/DESIGN.md), from
+# the descriptors the PyPI packages carry; a venv of their own builds them
+OTLP_PIP := opentelemetry-proto==1.45.2 googleapis-common-protos==1.76.0 \
+	    protobuf==6.33.6
+OTLP_PROTOS := opentelemetry/proto/common/v1/common \
+	       opentelemetry/proto/resource/v1/resource \
+	       opentelemetry/proto/profiles/v1development/profiles \
+	       opentelemetry/proto/collector/profiles/v1development/profiles_service \
+	       google/protobuf/any google/rpc/status
+OTLP_GEN := $(patsubst %,$(OUTPUT)/otlp/%.pb-c.c,$(OTLP_PROTOS))
+OTLP_OBJS := $(patsubst %,$(OUTPUT)/otlp/%.pb-c.o,$(OTLP_PROTOS))
 USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o \
+	     $(OTLP_OBJS)
 # pprof's message types, generated from the profile.proto Debian ships
 PPROF_PROTO := /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
 PPROF_GEN := $(OUTPUT)/pprof/profile.pb-c.c
@@ -54,6 +68,26 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
+$(OUTPUT)/otlp/.desc: tools/otlp-descriptors.py | $(OUTPUT)
+	$(call msg,PIP,$(OTLP_PIP))
+	$(Q)rm -rf $(OUTPUT)/otlp && mkdir -p $(OUTPUT)/otlp
+	$(Q)$(PYTHON) -m venv $(OUTPUT)/otlp/venv
+	$(Q)$(OUTPUT)/otlp/venv/bin/pip install -q --no-deps $(OTLP_PIP)
+	$(Q)$(OUTPUT)/otlp/venv/bin/python tools/otlp-descriptors.py $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/otlp/.gen: $(OUTPUT)/otlp/.desc
+	$(call msg,PROTOC-C,otlp)
+	$(Q)cd $(OUTPUT)/otlp && protoc-c --descriptor_set_in=.desc --c_out=. \
+		$(patsubst %,%.proto,$(OTLP_PROTOS))
+	$(Q)touch $@
+
+$(OTLP_GEN): $(OUTPUT)/otlp/.gen
+
+$(OUTPUT)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/otlp -c $< -o $@
+
+$(OUTPUT)/otlp.o $(OUTPUT)/exporter.o: $(OUTPUT)/otlp/.gen
 .PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan
 
 all: $(OUTPUT)/pysight
@@ -176,6 +210,13 @@ $(ASAN_DIR)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h $(OUTPUT)/pysight.s
 $(ASAN_DIR)/profile.pb-c.o: $(PPROF_GEN) | $(ASAN_DIR)
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) $(INCLUDES) -c $< -o $@
+
+$(ASAN_DIR)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) -I$(OUTPUT)/otlp -c $< -o $@
+
+$(ASAN_DIR)/otlp.o $(ASAN_DIR)/exporter.o: $(OUTPUT)/otlp/.gen
 
 $(ASAN_DIR)/pysight: $(ASAN_OBJS)
 	$(call msg,LINK,$@)

@@ -10,5 +10,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_containers(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 #endif /* __PYSIGHT_COMMANDS_H */

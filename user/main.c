@@ -16,6 +16,8 @@ static const struct cmd {
 	{ "diff", cmd_diff, "compare two profiles: which frames got more expensive" },
 	{ "dump", cmd_dump, "print every thread's Python stack, now, without stopping it" },
 	{ "convert", cmd_convert, "write a profile in another format" },
+	{ "agent", cmd_agent, "profile the host continuously: OTLP export, rolling files, flight recorder" },
+	{ "snapshot", cmd_snapshot, "write the running agent's last minute of stacks" },
 	{ "containers", cmd_containers, "list containers and cgroups with Python processes" },
 };
 

@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight agent: always on, host-wide, at a low rate.  The collector's
+ * profile is cut into one-second slices (history.c), from which come:
+ * every --export-interval an OTLP request, queued in the spool and sent by
+ * the exporter's thread; every --rotate a profile file in --output-dir;
+ * on demand (the control socket, SIGUSR1) the last --window.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "commands.h"
+#include "control.h"
+#include "exporter.h"
+#include "history.h"
+#include "metrics.h"
+#include "otlp.h"
+#include "registry.h"
+#include "service.h"
+#include "session.h"
+#include "spool.h"
+#include "usage.h"
+#include "writer.h"
+
+#define DEFAULT_RATE		19
+#define DEFAULT_EXPORT_S	15.0
+#define DEFAULT_WINDOW_S	60.0
+#define DEFAULT_SPOOL		"/var/lib/pysight/spool"
+#define DEFAULT_SPOOL_MIB	256
+#define DEFAULT_SNAPSHOTS	"/var/lib/pysight/snapshots"
+#define SLICE_S			1.0
+#define POLL_MS			50
+#define DRAIN_S			5.0
+#define MAX_TAGS		32
+#define NS			1000000000ULL
+
+struct agent_opts {
+	const char *otlp;
+	struct exporter_opts ex;
+	double export_s;
+	const char *spool_dir;
+	uint64_t spool_max;			/* bytes */
+	const char *tags[MAX_TAGS];
+	int ntags;
+	const char *output_dir;
+	double rotate_s, retain_s;
+	uint64_t retain_bytes;			/* 0: no bound */
+	const char *format;
+	double window_s;
+	unsigned int window_rate;
+	const char *socket_path;
+	const char *snapshot_dir;
+	const char *metrics_addr;
+};
+
+/* What the agent knows of a process, kept while it has samples. */
+struct known {
+	pid_t pid;
+	struct service_info info;
+	char version[16];
+	uint64_t seen;				/* the export that last used it */
+	UT_hash_handle hh;
+};
+
+struct agent {
+	struct session s;
+	struct agent_opts o;
+	struct history *h;
+	struct spool *spool;
+	struct exporter *ex;
+	struct metrics *m;
+	int ctl;
+	char url[1024];
+	char host[256];
+	struct known *known;
+	uint64_t exports;
+	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
+	double start_s, cpu_at_start;
+	uint64_t snapshots, rotated, pruned;
+};
+
+static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t usr1;
+
+enum {
+	OPT_OTLP = 1000,
+	OPT_OTLP_HEADER,
+	OPT_OTLP_CA,
+	OPT_EXPORT_INTERVAL,
+	OPT_SPOOL,
+	OPT_SPOOL_MAX,
+	OPT_TAG,
+	OPT_OUTPUT_DIR,
+	OPT_ROTATE,
+	OPT_RETAIN,
+	OPT_RETAIN_SIZE,
+	OPT_WINDOW,
+	OPT_WINDOW_RATE,
+	OPT_SOCKET,
+	OPT_SNAPSHOT_DIR,
+	OPT_METRICS,
+};
+
+static const struct argp_option options[] = {
+	{ "otlp", OPT_OTLP, "URL", 0, "Export to this OTLP/HTTP endpoint (URL/v1development/profiles)", 0 },
+	{ "otlp-header", OPT_OTLP_HEADER, "K=V", 0, "Send this header with each export (repeatable), e.g. Authorization='Bearer T'", 0 },
+	{ "otlp-ca", OPT_OTLP_CA, "FILE", 0, "Trust this CA for an https endpoint", 0 },
+	{ "export-interval", OPT_EXPORT_INTERVAL, "SECONDS", 0, "Export this often (default 15)", 0 },
+	{ "spool", OPT_SPOOL, "DIR", 0, "Queue exports here while the endpoint is away (default " DEFAULT_SPOOL ")", 0 },
+	{ "spool-max", OPT_SPOOL_MAX, "MIB", 0, "Bound the queue; the oldest go first (default 256)", 0 },
+	{ "tag", OPT_TAG, "K=V", 0, "Add a resource attribute to every export (repeatable)", 0 },
+	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Write rolling profiles here (pprof, or -f)", 0 },
+	{ "format", 'f', "FORMAT", 0, "Format of --output-dir's files and of snapshots: folded, speedscope, pprof or svg (default pprof)", 0 },
+	{ "rotate", OPT_ROTATE, "DURATION", 0, "A new file this often (default 60s)", 0 },
+	{ "retain", OPT_RETAIN, "DURATION", 0, "Delete files older than this (default 24h)", 0 },
+	{ "retain-size", OPT_RETAIN_SIZE, "MIB", 0, "Delete the oldest files beyond this total", 0 },
+	{ "window", OPT_WINDOW, "SECONDS", 0, "Keep this much of the recent past for snapshots (default 60)", 0 },
+	{ "window-rate", OPT_WINDOW_RATE, "HZ", 0, "Sample at this rate instead of -r, for a finer window", 0 },
+	{ "socket", OPT_SOCKET, "PATH", 0, "The control socket (default " CONTROL_DEFAULT_PATH ")", 0 },
+	{ "snapshot-dir", OPT_SNAPSHOT_DIR, "DIR", 0, "Where SIGUSR1 and triggers write snapshots (default " DEFAULT_SNAPSHOTS ")", 0 },
+	{ "metrics-addr", OPT_METRICS, "IP:PORT", 0, "Serve Prometheus metrics here, e.g. 127.0.0.1:9465", 0 },
+	{},
+};
+
+static const char doc[] =
+	"Profile the host continuously and ship it: OTLP profiles to a "
+	"collector (--otlp), rolling files (--output-dir), and the last "
+	"--window on demand (`pysight snapshot`, SIGUSR1, or an application "
+	"through the control socket).\v"
+	"Durations take s, m, h or d: --rotate 60s --retain 24h.";
+
+/* "60s", "5m", "24h", "7d", or seconds. */
+static double parse_duration(const char *opt, const char *arg, double min,
+			     double max)
+{
+	char want[96], *end;
+	double v, unit = 1;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (*end && !end[1])
+		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 :
+		       *end == 'd' ? 86400 : 0;
+	snprintf(want, sizeof(want), "expected a duration such as 60s, 5m or "
+		 "24h, from %g s", min);
+	if (errno || end == arg || (*end && (end[1] || !unit)) ||
+	    !(v * unit >= min) || v * unit > max)
+		bad_value(opt, arg, want);
+	return v * unit;
+}
+
+/* "K=V" as "K: V", for curl. */
+static const char *header_of(const char *opt, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *h;
+
+	if (!eq || eq == arg || strpbrk(arg, "\r\n:"))
+		bad_value(opt, arg, "expected NAME=VALUE");
+	if (asprintf(&h, "%.*s: %s", (int)(eq - arg), arg, eq + 1) < 0)
+		exit(1);
+	return h;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct agent *a = state->input;
+	struct agent_opts *o = &a->o;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->s.o;
+		break;
+	case OPT_OTLP:
+		o->otlp = arg;
+		break;
+	case OPT_OTLP_HEADER:
+		if (o->ex.nheaders == EXPORTER_MAX_HEADERS)
+			bad_value("--otlp-header", arg, "at most 16 headers");
+		o->ex.headers[o->ex.nheaders++] = header_of("--otlp-header", arg);
+		break;
+	case OPT_OTLP_CA:
+		o->ex.ca_file = arg;
+		break;
+	case OPT_EXPORT_INTERVAL:
+		o->export_s = parse_duration("--export-interval", arg, 1, 3600);
+		break;
+	case OPT_SPOOL:
+		o->spool_dir = arg;
+		break;
+	case OPT_SPOOL_MAX:
+		o->spool_max = (uint64_t)parse_long("--spool-max", arg, 1, 1 << 20,
+			"expected MiB from 1 to 1048576") << 20;
+		break;
+	case OPT_TAG:
+		if (!strchr(arg, '=') || arg[0] == '=')
+			bad_value("--tag", arg, "expected KEY=VALUE");
+		if (o->ntags == MAX_TAGS)
+			bad_value("--tag", arg, "at most 32 tags");
+		o->tags[o->ntags++] = arg;
+		break;
+	case OPT_OUTPUT_DIR:
+		o->output_dir = arg;
+		break;
+	case 'f':
+		o->format = writer__check_format(arg);
+		break;
+	case OPT_ROTATE:
+		o->rotate_s = parse_duration("--rotate", arg, 1, 7 * 86400);
+		break;
+	case OPT_RETAIN:
+		o->retain_s = parse_duration("--retain", arg, 1, 3650 * 86400.0);
+		break;
+	case OPT_RETAIN_SIZE:
+		o->retain_bytes = (uint64_t)parse_long("--retain-size", arg, 1,
+			1 << 24, "expected MiB, at least 1") << 20;
+		break;
+	case OPT_WINDOW:
+		o->window_s = parse_duration("--window", arg, 1, 3600);
+		break;
+	case OPT_WINDOW_RATE:
+		o->window_rate = (unsigned int)parse_long("--window-rate", arg, 1,
+			SESSION_MAX_RATE, "expected Hz from 1 to 10000");
+		break;
+	case OPT_SOCKET:
+		o->socket_path = arg;
+		break;
+	case OPT_SNAPSHOT_DIR:
+		o->snapshot_dir = arg;
+		break;
+	case OPT_METRICS:
+		o->metrics_addr = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		usr1 = 1;
+	else
+		exiting = sig;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The resource of a thread's process, from what /proc says of it now,
+ * kept while the same process (by start time) has samples. */
+static int describe_process(void *ctx, const struct pthread *t,
+			    const struct pcgroup *g, struct otlp_process *out)
+{
+	struct agent *a = ctx;
+	const struct pyproc *pp;
+	struct known *k;
+
+	HASH_FIND_INT(a->known, &t->pid, k);
+	if (k && k->info.start_time != service__start_time(t->pid) &&
+	    service__start_time(t->pid)) {
+		HASH_DEL(a->known, k);	/* the pid is another process now */
+		free(k);
+		k = NULL;
+	}
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		k->pid = t->pid;
+		if (service__of(t->pid, g ? g->container : NULL, &k->info)) {
+			/* gone: what its samples said of it */
+			snprintf(k->info.service, sizeof(k->info.service), "%s",
+				 g && g->container ? g->container :
+				 t->process ? t->process : "python");
+		}
+		pp = collector__process(a->s.col, t->pid);
+		if (pp)
+			snprintf(k->version, sizeof(k->version), "3.%d", pp->minor);
+		HASH_ADD_INT(a->known, pid, k);
+	}
+	k->seen = a->exports;
+	memset(out, 0, sizeof(*out));
+	out->service = k->info.service;
+	out->exe_name = k->info.exe_name[0] ? k->info.exe_name : NULL;
+	out->exe_path = k->info.exe_path[0] ? k->info.exe_path : NULL;
+	out->runtime_version = k->version[0] ? k->version : NULL;
+	out->container = g ? g->container : NULL;
+	out->pod = g ? g->pod : NULL;
+	return 0;
+}
+
+/* Forget processes no export has used for a while. */
+static void forget_processes(struct agent *a)
+{
+	struct known *k, *tmp;
+
+	HASH_ITER(hh, a->known, k, tmp)
+		if (k->seen + 4 < a->exports) {
+			HASH_DEL(a->known, k);
+			free(k);
+		}
+}
+
+/* The slices since..until, filtered, as a profile of its own. */
+static struct profile *window_profile(struct agent *a, uint64_t since,
+				      uint64_t until,
+				      const struct history_filter *f)
+{
+	struct profile *src = collector__profile(a->s.col);
+	struct profile *q = profile__new(profile__unit(src));
+	struct profile_meta *m;
+	uint64_t first, last;
+
+	if (!q || history__collect(a->h, since, until, f, q, &first, &last)) {
+		profile__free(q);
+		return NULL;
+	}
+	m = profile__meta(q);
+	*m = *profile__meta(src);
+	m->start_unix_ns = first ? first : since;
+	m->duration_s = ((last ? last : until) - m->start_unix_ns) / 1e9;
+	return q;
+}
+
+/* Into the spool, for the exporter. */
+static int export_profile(struct agent *a, struct profile *q, uint64_t since,
+			  uint64_t until, const char *trigger)
+{
+	struct otlp_opts oo = {
+		.mode = a->s.o.mode, .rate_hz = a->s.o.rate,
+		.start_ns = since, .end_ns = until, .host = a->host,
+		.tags = a->o.tags, .ntags = a->o.ntags, .trigger = trigger,
+		.process = describe_process, .ctx = a,
+	};
+	size_t len;
+	void *buf;
+	int err;
+
+	err = otlp__encode(q, &oo, &buf, &len);
+	if (err)
+		return err;
+	err = spool__push(a->spool, buf, len);
+	free(buf);
+	if (err && err != -E2BIG)
+		fprintf(stderr, "pysight: failed to queue an export: %s\n",
+			strerror(-err));
+	exporter__kick(a->ex);
+	return 0;
+}
+
+static int export_interval(struct agent *a, uint64_t now)
+{
+	struct profile *q = window_profile(a, a->export_ns, now, NULL);
+	int err;
+
+	if (!q)
+		return -ENOMEM;
+	a->exports++;
+	err = export_profile(a, q, a->export_ns, now, NULL);
+	profile__free(q);
+	forget_processes(a);
+	a->export_ns = now;
+	return err;
+}
+
+static const struct writer *out_writer(const struct agent *a)
+{
+	return writer__find(a->o.format ? a->o.format : "pprof");
+}
+
+static void file_name(const struct agent *a, const char *dir,
+		      const char *prefix, uint64_t t_ns, char *buf, size_t len)
+{
+	const struct writer *w = out_writer(a);
+	time_t t = (time_t)(t_ns / NS);
+	struct tm tm;
+	char stamp[32];
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(buf, len, "%s/%s-%s.%s", dir, prefix, stamp, w->exts[0]);
+}
+
+/* Files of ours in dir, oldest first, past the age or the total size. */
+static void prune(struct agent *a)
+{
+	struct dirent **names;
+	uint64_t total = 0;
+	struct stat st;
+	time_t now = time(NULL);
+	char path[PATH_MAX];
+	int n, i;
+
+	n = scandir(a->o.output_dir, &names, NULL, alphasort);
+	if (n < 0)
+		return;
+	/* newest first, so the total counts what is kept */
+	for (i = n; i-- > 0;) {
+		const char *nm = names[i]->d_name;
+
+		snprintf(path, sizeof(path), "%s/%s", a->o.output_dir, nm);
+		if (!strncmp(nm, "pysight-", 8) &&
+		    !lstat(path, &st) && S_ISREG(st.st_mode)) {
+			total += (uint64_t)st.st_size;
+			if (now - st.st_mtime > a->o.retain_s ||
+			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
+				if (!unlink(path))
+					a->pruned++;
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void rotate(struct agent *a, uint64_t now)
+{
+	struct profile *q = window_profile(a, a->rotate_ns, now, NULL);
+	struct write_opts wo = { 0 };
+	char path[PATH_MAX];
+	int err;
+
+	if (!q)
+		return;
+	file_name(a, a->o.output_dir, "pysight", a->rotate_ns, path, sizeof(path));
+	err = writer__write_file(out_writer(a), q, &wo, path);
+	if (err)
+		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
+			strerror(-err));
+	else
+		a->rotated++;
+	profile__free(q);
+	a->rotate_ns = now;
+	prune(a);
+}
+
+/* The last --window, filtered, in the writer's format. */
+static int window_bytes(struct agent *a, const struct history_filter *f,
+			const struct writer *w, char **buf, size_t *len,
+			struct profile **keep)
+{
+	uint64_t now = wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
+	struct write_opts wo = { 0 };
+	struct profile *q;
+	FILE *mem;
+	int err;
+
+	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
+	a->cut_ns = now;
+	q = window_profile(a, now > span ? now - span : 0, now, f);
+	if (!q)
+		return -ENOMEM;
+	mem = open_memstream(buf, len);
+	err = mem ? w->write(q, &wo, mem) : -errno;
+	if (mem && fclose(mem) && !err)
+		err = -EIO;
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	if (keep && !err)
+		*keep = q;
+	else
+		profile__free(q);
+	return err;
+}
+
+/* SIGUSR1, or an application's trigger: the window into the snapshot
+ * directory, and to the collector with the reason. */
+static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
+			     char *path, size_t len)
+{
+	struct history_filter f = { .pid = pid };
+	struct profile *q = NULL;
+	size_t n;
+	char *buf = NULL;
+	uint64_t now = wall_ns();
+	int err;
+
+	path[0] = 0;
+	err = window_bytes(a, pid ? &f : NULL, out_writer(a), &buf, &n, &q);
+	if (!err) {
+		mkdir(a->o.snapshot_dir, 0750);
+		file_name(a, a->o.snapshot_dir, "snapshot", now, path, len);
+		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
+	}
+	if (!err && a->spool)
+		export_profile(a, q, now - (uint64_t)(a->o.window_s * 1e9), now, why);
+	if (err) {
+		fprintf(stderr, "pysight: failed to write a snapshot: %s\n",
+			strerror(-err));
+		path[0] = 0;
+	} else {
+		a->snapshots++;
+		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
+	}
+	free(buf);
+	profile__free(q);
+}
+
+static void serve_control(struct agent *a)
+{
+	struct control_request r;
+	char err[256], path[PATH_MAX];
+	const struct writer *w;
+	size_t len;
+	char *buf = NULL;
+	int fd, ret;
+
+	while ((fd = control__accept(a->ctl, &r, err, sizeof(err))) != -EAGAIN) {
+		if (fd < 0)
+			continue;
+		if (r.trigger) {
+			snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
+					 path, sizeof(path));
+			ret = path[0] ? control__reply(fd, path, strlen(path), NULL) :
+					control__reply(fd, NULL, 0, "failed to write the snapshot");
+			close(fd);
+			continue;
+		}
+		w = writer__find(r.format[0] ? r.format : "pprof");
+		if (!w) {
+			control__reply(fd, NULL, 0, "unknown format");
+			close(fd);
+			continue;
+		}
+		ret = window_bytes(a, &(struct history_filter){
+					.pid = r.pid,
+					.cgroup = r.cgroup[0] ? r.cgroup : NULL,
+					.container = r.container[0] ? r.container : NULL },
+				   w, &buf, &len, NULL);
+		if (ret)
+			control__reply(fd, NULL, 0, strerror(-ret));
+		else
+			control__reply(fd, buf, len, NULL);
+		free(buf);
+		buf = NULL;
+		close(fd);
+		a->snapshots += !ret;
+	}
+	(void)ret;
+}
+
+/* One line at -v, and the metrics endpoint's text. */
+static void health(struct agent *a, bool say)
+{
+	struct collector_stats st;
+	struct spool_stats ss = { 0 };
+	struct exporter_stats es = { 0 };
+	uint64_t errs = 0;
+	double up = clock__now_s() - a->start_s, cpu = cpu_s() - a->cpu_at_start;
+	size_t hist_entries, hist_bytes;
+	char text[2048];
+	int i;
+
+	collector__stats(a->s.col, &st);
+	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
+		errs += st.counters[CNT_STATUS_BASE + i];
+	if (a->spool)
+		spool__stats(a->spool, &ss);
+	if (a->ex)
+		exporter__stats(a->ex, &es);
+	history__size(a->h, &hist_entries, &hist_bytes);
+	if (say)
+		fprintf(stderr, "pysight: agent: %" PRIu64 " samples, %" PRIu64
+			" errors, %u Python processes, %" PRIu64 " exports sent (%"
+			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
+			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB\n",
+			st.counters[CNT_SAMPLES], errs, st.npython, es.sent,
+			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
+			up > 0 ? 100 * cpu / up : 0, st.rss_kib);
+	if (!a->m)
+		return;
+	snprintf(text, sizeof(text),
+		 "# TYPE pysight_samples_total counter\npysight_samples_total %" PRIu64 "\n"
+		 "# TYPE pysight_sample_errors_total counter\npysight_sample_errors_total %" PRIu64 "\n"
+		 "# TYPE pysight_ringbuf_lost_total counter\npysight_ringbuf_lost_total %" PRIu64 "\n"
+		 "# TYPE pysight_python_processes gauge\npysight_python_processes %u\n"
+		 "# TYPE pysight_exports_sent_total counter\npysight_exports_sent_total %" PRIu64 "\n"
+		 "# TYPE pysight_export_bytes_total counter\npysight_export_bytes_total %" PRIu64 "\n"
+		 "# TYPE pysight_export_retries_total counter\npysight_export_retries_total %" PRIu64 "\n"
+		 "# TYPE pysight_exports_refused_total counter\npysight_exports_refused_total %" PRIu64 "\n"
+		 "# TYPE pysight_queue_depth gauge\npysight_queue_depth %" PRIu64 "\n"
+		 "# TYPE pysight_queue_bytes gauge\npysight_queue_bytes %" PRIu64 "\n"
+		 "# TYPE pysight_queue_dropped_total counter\npysight_queue_dropped_total %" PRIu64 "\n"
+		 "# TYPE pysight_snapshots_total counter\npysight_snapshots_total %" PRIu64 "\n"
+		 "# TYPE pysight_window_entries gauge\npysight_window_entries %zu\n"
+		 "# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
+		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n",
+		 st.counters[CNT_SAMPLES], errs,
+		 st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.npython,
+		 es.sent, es.bytes_sent, es.retries, es.rejected, ss.depth,
+		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
+		 st.rss_kib * 1024);
+	metrics__set(a->m, text);
+}
+
+/* Everything that can fail on a bad option, before BPF is loaded. */
+static int setup_outputs(struct agent *a)
+{
+	char err[512];
+	int ret;
+
+	if (a->o.otlp) {
+		size_t n = strlen(a->o.otlp);
+
+		if (exporter__check_url(a->o.otlp, err, sizeof(err)))
+			goto fail;
+		snprintf(a->url, sizeof(a->url), "%.*s%s", (int)n -
+			 (n && a->o.otlp[n - 1] == '/'), a->o.otlp,
+			 strstr(a->o.otlp, OTLP_PROFILES_PATH) ? "" : OTLP_PROFILES_PATH);
+		a->o.ex.url = a->url;
+		ret = spool__open(a->o.spool_dir, a->o.spool_max, &a->spool,
+				  err, sizeof(err));
+		if (ret)
+			goto fail;
+		ret = exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err));
+		if (ret)
+			goto fail;
+	}
+	if (a->o.output_dir && mkdir(a->o.output_dir, 0755) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "cannot create %s: %s",
+			 a->o.output_dir, strerror(errno));
+		goto fail;
+	}
+	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
+	if (a->ctl < 0)
+		goto fail;
+	if (a->o.metrics_addr &&
+	    metrics__start(a->o.metrics_addr, &a->m, err, sizeof(err)))
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "pysight: %s\n", err);
+	return -EINVAL;
+}
+
+static void loop(struct agent *a)
+{
+	uint64_t now, export_every = (uint64_t)(a->o.export_s * 1e9),
+		 rotate_every = (uint64_t)(a->o.rotate_s * 1e9);
+	char path[PATH_MAX];
+
+	while (!exiting) {
+		if (collector__poll(a->s.col, POLL_MS) < 0)
+			break;
+		now = wall_ns();
+		if (now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
+			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
+			a->cut_ns = now;
+			health(a, false);
+		}
+		if (a->spool && now - a->export_ns >= export_every) {
+			export_interval(a, now);
+			health(a, a->s.o.verbose);
+		}
+		if (a->o.output_dir && now - a->rotate_ns >= rotate_every)
+			rotate(a, now);
+		if (usr1) {
+			usr1 = 0;
+			snapshot_to_disk(a, 0, "signal", path, sizeof(path));
+		}
+		serve_control(a);
+		if ((a->s.o.command || a->s.o.npids) && !session__alive(&a->s))
+			break;
+		if (a->s.o.duration && clock__now_s() - a->start_s >= a->s.o.duration)
+			break;
+	}
+	/* what the last interval has, then what can still be sent */
+	now = wall_ns();
+	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
+	a->cut_ns = now;
+	if (a->spool)
+		export_interval(a, now);
+	if (a->o.output_dir)
+		rotate(a, now);
+}
+
+static void defaults(struct agent *a)
+{
+	a->o.export_s = DEFAULT_EXPORT_S;
+	a->o.spool_dir = DEFAULT_SPOOL;
+	a->o.spool_max = (uint64_t)DEFAULT_SPOOL_MIB << 20;
+	a->o.rotate_s = 60;
+	a->o.retain_s = 86400;
+	a->o.window_s = DEFAULT_WINDOW_S;
+	a->o.socket_path = CONTROL_DEFAULT_PATH;
+	a->o.snapshot_dir = DEFAULT_SNAPSHOTS;
+	a->o.ex.timeout_s = 10;
+	a->o.ex.max_backoff_s = 30;
+	a->o.ex.content_type = OTLP_CONTENT_TYPE;
+	a->ctl = -1;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	const struct argp_child children[] = { { &session__argp, 0, NULL, 0 },
+					       { NULL, 0, NULL, 0 } };
+	const struct argp argp = { options, parse_opt, "[-- COMMAND...]", doc,
+				   children, NULL, NULL };
+	struct agent a = { 0 };
+	double span;
+	int err;
+
+	defaults(&a);
+	session__init(&a.s, &exiting);
+	a.s.o.rate = DEFAULT_RATE;
+	if (session__parse(&a.s, &argp, argc, argv, &a))
+		return 2;
+	if (!a.o.otlp && !a.o.output_dir)
+		usage_error("nowhere to send profiles: give --otlp URL, --output-dir DIR, or both");
+	if (a.o.window_rate > a.s.o.rate)
+		a.s.o.rate = a.o.window_rate;
+	a.o.ex.verbose = a.s.o.verbose;
+	gethostname(a.host, sizeof(a.host) - 1);
+	span = a.o.window_s > a.o.export_s ? a.o.window_s : a.o.export_s;
+	if (a.o.output_dir && a.o.rotate_s > span)
+		span = a.o.rotate_s;
+	a.h = history__new(span + 2 * SLICE_S);
+	if (!a.h)
+		return 1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGUSR1, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	err = setup_outputs(&a);
+	if (!err)
+		err = session__open(&a.s) ?: session__release(&a.s);
+	if (!err) {
+		a.start_s = clock__now_s();
+		a.cpu_at_start = cpu_s();
+		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns = wall_ns();
+		fprintf(stderr, "pysight: agent: sampling %s at %u Hz (%s)%s%s%s%s\n",
+			session__what(&a.s), a.s.o.rate,
+			profile__mode_name(a.s.o.mode),
+			a.o.otlp ? ", exporting to " : "", a.o.otlp ? a.url : "",
+			a.o.output_dir ? ", writing to " : "",
+			a.o.output_dir ? a.o.output_dir : "");
+		loop(&a);
+	}
+	exporter__stop(a.ex, DRAIN_S);
+	metrics__stop(a.m);
+	if (a.ctl >= 0) {
+		close(a.ctl);
+		unlink(a.o.socket_path);
+	}
+	spool__free(a.spool);
+	history__free(a.h);
+	a.exports = UINT64_MAX / 2;
+	forget_processes(&a);
+	session__close(&a.s, err ? SIGTERM : exiting, false);
+	return err ? 1 : 0;
+}

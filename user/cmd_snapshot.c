@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pysight snapshot: the running agent's flight recorder, its last
+ * --window of stacks, written here.  It asks through the control socket;
+ * the agent does the work and this writes the file (so it belongs to who
+ * asked, as record's do).
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "control.h"
+#include "usage.h"
+#include "writer.h"
+
+struct snapshot_opts {
+	const char *socket_path;
+	const char *output;
+	const char *format;
+	long pid;
+	const char *cgroup, *container;
+	char default_out[64];
+};
+
+enum { OPT_SOCKET = 1000, OPT_CGROUP, OPT_CONTAINER };
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "Only this process", 0 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only this cgroup (a path under the v2 mount)", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container (an id or its first characters)", 0 },
+	{ "output", 'o', "FILE", 0, "Write FILE (default pysight-snapshot-DATE.pb.gz)", 0 },
+	{ "format", 'f', "FORMAT", 0, "folded, speedscope, pprof or svg (default: from -o's extension)", 0 },
+	{ "socket", OPT_SOCKET, "PATH", 0, "The agent's control socket (default " CONTROL_DEFAULT_PATH ")", 0 },
+	{},
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct snapshot_opts *o = state->input;
+
+	switch (key) {
+	case 'p':
+		o->pid = parse_long("--pid", arg, 1, 0x3fffffff, "expected a process id");
+		break;
+	case OPT_CGROUP:
+		if (strpbrk(arg, " \n") || strlen(arg) > 255)
+			bad_value("--cgroup", arg, "expected a cgroup path");
+		o->cgroup = arg;
+		break;
+	case OPT_CONTAINER:
+		if (strpbrk(arg, " \n") || strlen(arg) > 79)
+			bad_value("--container", arg, "expected a container id");
+		o->container = arg;
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		o->format = writer__check_format(arg);
+		break;
+	case OPT_SOCKET:
+		o->socket_path = arg;
+		break;
+	case ARGP_KEY_ARG:
+		usage_error("unexpected argument '%s'", arg);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int write_bytes(void *ctx, FILE *f)
+{
+	const struct { const void *data; size_t len; } *b = ctx;
+
+	return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -EIO;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const char doc[] =
+		"Write the running agent's last --window of stacks (its flight "
+		"recorder) to a file, for all processes or those asked for.";
+	const struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+	struct snapshot_opts o = { .socket_path = CONTROL_DEFAULT_PATH };
+	struct { const void *data; size_t len; } b;
+	char line[CONTROL_LINE_MAX], err[512];
+	const struct writer *w;
+	time_t t = time(NULL);
+	void *data = NULL;
+	size_t len = 0;
+	int ret;
+
+	argp_err_exit_status = 2;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	if (!o.output) {
+		strftime(o.default_out, sizeof(o.default_out),
+			 "pysight-snapshot-%Y%m%d-%H%M%S.pb.gz", localtime(&t));
+		o.output = o.default_out;
+	}
+	w = writer__choose(o.format, o.output);
+	snprintf(line, sizeof(line), "snapshot format=%s", w->name);
+	if (o.pid)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " pid=%ld", o.pid);
+	if (o.cgroup)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " cgroup=%s", o.cgroup);
+	if (o.container)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " container=%s", o.container);
+	strncat(line, "\n", sizeof(line) - strlen(line) - 1);
+	err[0] = 0;
+	ret = control__ask(o.socket_path, line, &data, &len, err, sizeof(err));
+	if (ret == -ENOENT || ret == -ECONNREFUSED) {
+		fprintf(stderr, "pysight: no agent is running (nothing listens on %s)\n",
+			o.socket_path);
+		return 1;
+	}
+	if (ret) {
+		fprintf(stderr, "pysight: snapshot failed: %s\n",
+			err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	b.data = data;
+	b.len = len;
+	ret = writer__atomic(o.output, write_bytes, &b);
+	free(data);
+	if (ret) {
+		fprintf(stderr, "pysight: failed to write %s: %s\n", o.output,
+			strerror(-ret));
+		return 1;
+	}
+	fprintf(stderr, "pysight: wrote %s (%zu bytes)\n", o.output, len);
+	return 0;
+}

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * One thread, one curl easy handle (so the connection is kept alive
+ * between exports), the spool as the only queue.  The thread sleeps on a
+ * condition variable: kicked by a new export, or woken by its backoff
+ * timer, or by stop.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "exporter.h"
+#include "otlp.h"
+#include "spool.h"
+
+#define BODY_MAX	4096	/* of an answer, kept for the log */
+#define FIRST_BACKOFF	1.0
+
+struct exporter {
+	struct exporter_opts o;
+	struct spool *spool;
+	CURL *curl;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool kicked, stopping;
+	double drain_until;		/* monotonic; while stopping */
+	double backoff;			/* the next wait after a failure */
+	bool said_refused;		/* a permanent error is logged once */
+	struct exporter_stats st;
+};
+
+struct body {
+	char buf[BODY_MAX];
+	size_t len;
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx)
+{
+	struct body *b = ctx;
+	size_t len = size * n, room = sizeof(b->buf) - b->len;
+
+	memcpy(b->buf + b->len, data, len < room ? len : room);
+	b->len += len < room ? len : room;
+	return len;
+}
+
+int exporter__check_url(const char *url, char *err, size_t errlen)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int ret = 0;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) || !*host) {
+		snprintf(err, errlen, "invalid OTLP URL '%s': expected "
+			 "http://HOST[:PORT] or https://HOST[:PORT]", url);
+		ret = -EINVAL;
+	} else if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
+		snprintf(err, errlen, "invalid OTLP URL '%s': the scheme must "
+			 "be http or https, not %s", url, scheme);
+		ret = -EINVAL;
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ret;
+}
+
+/* The server's words, in one line: the message of a google.rpc.Status
+ * (what OTLP servers answer errors with), else the body as text. */
+static void server_message(const struct body *b, const char *ctype,
+			   char *out, size_t len)
+{
+	size_t i, o = 0;
+
+	if (ctype && strstr(ctype, "protobuf") &&
+	    !otlp__status_message(b->buf, b->len, out, len))
+		return;
+	for (i = 0; i < b->len && o + 1 < len; i++) {
+		unsigned char c = (unsigned char)b->buf[i];
+
+		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+	}
+	out[o] = 0;
+	if (!o)
+		snprintf(out, len, "(no message)");
+}
+
+enum outcome { SENT, RETRY, REFUSED };
+
+/* One POST of one export. */
+static enum outcome post(struct exporter *e, const void *data, size_t len,
+			 double *retry_after)
+{
+	struct body b = { .len = 0 };
+	char msg[512], *ctype = NULL;
+	curl_off_t ra = -1;
+	long status = 0;
+	CURLcode rc;
+
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, data);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+	e->errbuf[0] = 0;
+	rc = curl_easy_perform(e->curl);
+	*retry_after = 0;
+	if (rc != CURLE_OK) {
+		pthread_mutex_lock(&e->lock);
+		e->st.connected = false;
+		e->st.last_status = 0;
+		pthread_mutex_unlock(&e->lock);
+		if (e->o.verbose)
+			fprintf(stderr, "pysight: export to %s failed: %s\n",
+				e->o.url, e->errbuf[0] ? e->errbuf : curl_easy_strerror(rc));
+		return RETRY;
+	}
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(e->curl, CURLINFO_CONTENT_TYPE, &ctype);
+	curl_easy_getinfo(e->curl, CURLINFO_RETRY_AFTER, &ra);
+	pthread_mutex_lock(&e->lock);
+	e->st.connected = true;
+	e->st.last_status = (int)status;
+	pthread_mutex_unlock(&e->lock);
+	if (status >= 200 && status < 300)
+		return SENT;
+	server_message(&b, ctype, msg, sizeof(msg));
+	/* OTLP: 429, 502, 503 and 504 are worth retrying; a 500 may be */
+	if (status == 429 || status >= 500) {
+		*retry_after = ra > 0 ? (double)ra : 0;
+		if (e->o.verbose)
+			fprintf(stderr, "pysight: export to %s: HTTP %ld, will retry: %s\n",
+				e->o.url, status, msg);
+		return RETRY;
+	}
+	if (!e->said_refused || e->o.verbose)
+		fprintf(stderr, "pysight: %s refused an export (HTTP %ld): %s%s\n",
+			e->o.url, status, msg,
+			e->said_refused ? "" : " (further refusals are counted, not logged)");
+	e->said_refused = true;
+	return REFUSED;
+}
+
+/* Wait until (monotonic seconds), or a kick when kickable; when
+ * stopping, no longer than the drain allows. */
+static void wait_until(struct exporter *e, double until, bool kickable)
+{
+	struct timespec ts;
+	double end;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		end = e->stopping ? fmin(until, e->drain_until) : until;
+		if ((kickable && e->kicked) ||
+		    (e->stopping && kickable) || clock__now_s() >= end)
+			break;
+		ts.tv_sec = (time_t)end;
+		ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+		pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+	}
+	if (kickable)
+		e->kicked = false;
+	pthread_mutex_unlock(&e->lock);
+}
+
+static bool should_stop(struct exporter *e)
+{
+	bool stop;
+
+	pthread_mutex_lock(&e->lock);
+	stop = e->stopping && clock__now_s() >= e->drain_until;
+	pthread_mutex_unlock(&e->lock);
+	return stop;
+}
+
+static void *run(void *arg)
+{
+	struct exporter *e = arg;
+	double retry_after, wait;
+	enum outcome out;
+	uint64_t seq;
+	size_t len;
+	void *data;
+
+	while (!should_stop(e)) {
+		if (spool__peek(e->spool, &data, &len, &seq)) {
+			bool stopping;
+
+			pthread_mutex_lock(&e->lock);
+			stopping = e->stopping;
+			pthread_mutex_unlock(&e->lock);
+			if (stopping)
+				break;		/* all sent */
+			wait_until(e, clock__now_s() + 3600, true);
+			continue;
+		}
+		out = post(e, data, len, &retry_after);
+		free(data);
+		pthread_mutex_lock(&e->lock);
+		if (out == SENT) {
+			e->st.sent++;
+			e->st.bytes_sent += len;
+		} else if (out == REFUSED) {
+			e->st.rejected++;
+		} else {
+			e->st.retries++;
+		}
+		pthread_mutex_unlock(&e->lock);
+		if (out != RETRY) {
+			spool__pop(e->spool, seq);
+			e->backoff = FIRST_BACKOFF;
+			continue;
+		}
+		wait = retry_after > 0 ? fmin(retry_after, e->o.max_backoff_s)
+				       : e->backoff;
+		e->backoff = fmin(e->backoff * 2, e->o.max_backoff_s);
+		/* a kick does not cut a backoff short: only time, or stop */
+		wait_until(e, clock__now_s() + wait, false);
+	}
+	return NULL;
+}
+
+static int setup_curl(struct exporter *e, char *err, size_t errlen)
+{
+	char ct[128];
+	int i;
+
+	e->curl = curl_easy_init();
+	if (!e->curl) {
+		snprintf(err, errlen, "failed to start libcurl");
+		return -ENOMEM;
+	}
+	snprintf(ct, sizeof(ct), "Content-Type: %s", e->o.content_type);
+	e->headers = curl_slist_append(NULL, ct);
+	for (i = 0; e->headers && i < e->o.nheaders; i++)
+		e->headers = curl_slist_append(e->headers, e->o.headers[i]);
+	if (!e->headers) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	curl_easy_setopt(e->curl, CURLOPT_URL, e->o.url);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->headers);
+	curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->errbuf);
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
+			 (long)(e->o.timeout_s * 1000));
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(fmin(e->o.timeout_s, 5) * 1000));
+	/* never follow a redirect: a profile goes where it was told */
+	curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (e->o.ca_file)
+		curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->o.ca_file);
+	return 0;
+}
+
+int exporter__start(const struct exporter_opts *o, struct spool *s,
+		    struct exporter **out, char *err, size_t errlen)
+{
+	struct exporter *e = calloc(1, sizeof(*e));
+	pthread_condattr_t ca;
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		free(e);
+		snprintf(err, errlen, "failed to start libcurl");
+		return -ENOMEM;
+	}
+	e->o = *o;
+	e->spool = s;
+	e->backoff = FIRST_BACKOFF;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = setup_curl(e, err, errlen);
+	if (!ret) {
+		ret = -pthread_create(&e->thread, NULL, run, e);
+		if (ret)
+			snprintf(err, errlen, "failed to start the sender: %s",
+				 strerror(-ret));
+	}
+	if (ret) {
+		curl_slist_free_all(e->headers);
+		curl_easy_cleanup(e->curl);
+		curl_global_cleanup();
+		free(e);
+		return ret;
+	}
+	*out = e;
+	return 0;
+}
+
+void exporter__kick(struct exporter *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->kicked = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void exporter__stop(struct exporter *e, double drain_s)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->stopping = true;
+	e->drain_until = clock__now_s() + drain_s;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->thread, NULL);
+	curl_slist_free_all(e->headers);
+	curl_easy_cleanup(e->curl);
+	curl_global_cleanup();
+	pthread_mutex_destroy(&e->lock);
+	pthread_cond_destroy(&e->cond);
+	free(e);
+}
+
+void exporter__stats(struct exporter *e, struct exporter_stats *st)
+{
+	pthread_mutex_lock(&e->lock);
+	*st = e->st;
+	pthread_mutex_unlock(&e->lock);
+}

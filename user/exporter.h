@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's sender: a thread that posts the spool's exports, oldest
+ * first, to an OTLP/HTTP endpoint with libcurl.  Sampling never waits
+ * for it.  Transient failures (no connection, timeouts, 429, 5xx) are
+ * retried with exponential backoff, or after the server's Retry-After;
+ * a permanent refusal (any other 4xx) is logged once with the server's
+ * message and the export dropped.
+ */
+#ifndef __PYSIGHT_EXPORTER_H
+#define __PYSIGHT_EXPORTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXPORTER_MAX_HEADERS	16
+
+struct spool;
+
+struct exporter_opts {
+	const char *url;		/* the endpoint, with its path */
+	const char *headers[EXPORTER_MAX_HEADERS];	/* "Name: value" */
+	int nheaders;
+	const char *ca_file;		/* TLS: trust this CA, or NULL */
+	double timeout_s;		/* per request */
+	double max_backoff_s;
+	const char *content_type;
+	bool verbose;
+};
+
+struct exporter_stats {
+	uint64_t sent;			/* exports the server took */
+	uint64_t bytes_sent;
+	uint64_t retries;		/* transient failures */
+	uint64_t rejected;		/* refused for good */
+	int last_status;		/* HTTP status, 0: no answer */
+	bool connected;			/* the last attempt got an answer */
+};
+
+struct exporter;
+
+/* The endpoint, checked: an http or https URL with a host.  0, or
+ * -EINVAL with why in err. */
+int exporter__check_url(const char *url, char *err, size_t errlen);
+/* Start the thread sending what s holds; -errno with why in err. */
+int exporter__start(const struct exporter_opts *o, struct spool *s,
+		    struct exporter **out, char *err, size_t errlen);
+/* Something new is queued. */
+void exporter__kick(struct exporter *e);
+/* Stop: try for up to drain_s seconds more to send what is queued (what
+ * is not sent stays in the spool for the next run), then join. */
+void exporter__stop(struct exporter *e, double drain_s);
+void exporter__stats(struct exporter *e, struct exporter_stats *st);
+
+#endif /* __PYSIGHT_EXPORTER_H */

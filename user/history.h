@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's recent past: the collector's profile cut into slices of a
+ * second or so, each a copy of its entries (which point at the frames,
+ * stacks and threads the collector's profile interns for its whole life),
+ * kept for a span of seconds.  Exports and snapshots are built from it:
+ * the slices between two times, filtered, re-interned into a fresh
+ * profile whose ids are dense, as writers want.
+ */
+#ifndef __PYSIGHT_HISTORY_H
+#define __PYSIGHT_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "profile.h"
+
+struct history;
+
+/* What to take from a span: every entry when all fields are 0/NULL. */
+struct history_filter {
+	pid_t pid;
+	const char *cgroup;		/* a path under the v2 mount, or a prefix */
+	const char *container;		/* an id, or a prefix of at least 4 */
+};
+
+struct history *history__new(double span_s);
+void history__free(struct history *h);
+
+/* Move p's entries into a slice for [start_ns, end_ns) (wall clock) and
+ * reset p; drop slices that ended more than the span ago.  -ENOMEM. */
+int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
+		 uint64_t end_ns);
+/* Entries of the slices that end after since_ns and no later than
+ * until_ns, filtered, added into q (a new profile of p's unit).  The
+ * time they cover goes to *first_ns and *last_ns (0 when none). */
+int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
+		     const struct history_filter *f, struct profile *q,
+		     uint64_t *first_ns, uint64_t *last_ns);
+/* Entries kept, and their bytes, for -v and the metrics. */
+void history__size(struct history *h, size_t *entries, size_t *bytes);
+
+#endif /* __PYSIGHT_HISTORY_H */

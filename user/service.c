@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "service.h"
+
+#define ENV_MAX		(256u << 10)	/* of an environment we read */
+#define CMDLINE_MAX	4096
+#define ENV_KEY		"OTEL_SERVICE_NAME="
+
+/* Up to len bytes of /proc/PID/what; the count, or -errno. */
+static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
+{
+	char path[64];
+	size_t got = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got < len) {
+		r = read(fd, buf + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+/* A name fit for a label: printable, no spaces, bounded. */
+static void clean(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n && s[i] && o + 1 < outlen; i++)
+		out[o++] = (unsigned char)s[i] > 0x20 &&
+			   (unsigned char)s[i] < 0x7f ? s[i] : '_';
+	out[o] = 0;
+}
+
+static const char *base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The interpreter's options that take the next argument. */
+static bool takes_arg(const char *opt)
+{
+	return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "-Q");
+}
+
+void service__from_cmdline(const char *args, size_t len, char *out,
+			   size_t outlen)
+{
+	const char *p = args, *end = args + len, *arg;
+	size_t n;
+	bool first = true;
+
+	out[0] = 0;
+	while (p < end) {
+		arg = p;
+		n = strnlen(p, (size_t)(end - p));
+		p += n + 1;
+		if (first) {		/* the interpreter */
+			first = false;
+			continue;
+		}
+		if (!strcmp(arg, "-m") && p < end) {
+			clean(p, strnlen(p, (size_t)(end - p)), out, outlen);
+			return;
+		}
+		if (!strncmp(arg, "-m", 2) && arg[2]) {
+			clean(arg + 2, n - 2, out, outlen);
+			return;
+		}
+		if (!strcmp(arg, "-c") || !strcmp(arg, "-"))
+			return;		/* no name of its own */
+		if (arg[0] == '-') {
+			if (takes_arg(arg) && p < end)
+				p += strnlen(p, (size_t)(end - p)) + 1;
+			continue;
+		}
+		/* a script: its file name without the directory and ".py" */
+		arg = base(arg);
+		n = strlen(arg);
+		if (n > 3 && !strcmp(arg + n - 3, ".py"))
+			n -= 3;
+		clean(arg, n, out, outlen);
+		return;
+	}
+}
+
+/* OTEL_SERVICE_NAME from the environment the process started with. */
+static bool from_env(pid_t pid, char *out, size_t outlen)
+{
+	size_t klen = strlen(ENV_KEY), n;
+	char *buf = malloc(ENV_MAX), *p, *end;
+	ssize_t len = buf ? read_proc(pid, "environ", buf, ENV_MAX) : -ENOMEM;
+	bool found = false;
+
+	for (p = buf, end = buf + (len > 0 ? len : 0); p < end; p += n + 1) {
+		n = strnlen(p, (size_t)(end - p));
+		if (n > klen && !strncmp(p, ENV_KEY, klen)) {
+			clean(p + klen, n - klen, out, outlen);
+			found = out[0] != 0;
+			break;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+unsigned long long service__start_time(pid_t pid)
+{
+	char buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf) - 1);
+	int field;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the comm, which may hold anything but ends at the last ')' */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
+int service__of(pid_t pid, const char *container, struct service_info *out)
+{
+	char args[CMDLINE_MAX], path[64];
+	ssize_t n, len;
+
+	memset(out, 0, sizeof(*out));
+	out->start_time = service__start_time(pid);
+	if (!out->start_time)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, out->exe_path, sizeof(out->exe_path) - 1);
+	out->exe_path[n > 0 ? n : 0] = 0;
+	if (n > 10 && !strcmp(out->exe_path + n - 10, " (deleted)"))
+		out->exe_path[n - 10] = 0;
+	clean(base(out->exe_path), strlen(base(out->exe_path)), out->exe_name,
+	      sizeof(out->exe_name));
+	if (from_env(pid, out->service, sizeof(out->service)))
+		return 0;
+	if (container && *container) {
+		clean(container, strlen(container), out->service,
+		      sizeof(out->service));
+		return 0;
+	}
+	len = read_proc(pid, "cmdline", args, sizeof(args));
+	if (len > 0)
+		service__from_cmdline(args, (size_t)len, out->service,
+				      sizeof(out->service));
+	if (!out->service[0])
+		snprintf(out->service, sizeof(out->service), "%s",
+			 out->exe_name[0] ? out->exe_name : "python");
+	return 0;
+}
