@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,7 @@ int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 {
 	const struct pframe **frames = NULL;
 	unsigned int cap = 0;
+	bool any = false;
 	size_t i, j;
 	int err = 0;
 
@@ -150,8 +152,9 @@ int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 
 		if (sl->end_ns <= since_ns || sl->end_ns > until_ns)
 			continue;
-		if (!*first_ns)
+		if (!any)
 			*first_ns = sl->start_ns;
+		any = true;
 		*last_ns = sl->end_ns;
 		for (j = 0; j < sl->n && !err; j++) {
 			const struct pentry *e = &sl->e[j];

@@ -241,7 +241,8 @@ const struct pstack *profile__stack(struct profile *p,
 		return NULL;
 	s->id = p->stacks.n;
 	s->n = n;
-	memcpy(s->frames, frames, n * sizeof(frames[0]));
+	if (n)
+		memcpy(s->frames, frames, n * sizeof(frames[0]));
 	return htab__insert(&p->stacks, hash, s) ? NULL : s;
 }
 

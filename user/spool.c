@@ -142,7 +142,8 @@ static int take_up(struct spool *s)
 			s->next_seq = seq + 1;
 	}
 	closedir(d);
-	qsort(s->items, s->n, sizeof(*s->items), cmp_item);
+	if (s->n)
+		qsort(s->items, s->n, sizeof(*s->items), cmp_item);
 	while (s->n && s->st.bytes > s->max_bytes) {
 		drop_oldest(s);
 		s->st.dropped++;

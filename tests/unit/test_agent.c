@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The agent's parts that need no BPF: the OTLP request read back by
+ * protobuf-c (tables, stacks leaf first with the cause, values, attributes,
+ * one resource per service), the spool (order, bound, what a restart
+ * finds, a directory others can write refused), the history's slices and
+ * filters, service names from command lines, control requests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "control.h"
+#include "history.h"
+#include "otlp.h"
+#include "service.h"
+#include "spool.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest Request;
+typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
+typedef Opentelemetry__Proto__Profiles__V1development__Profile Profile;
+typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
+typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
+
+static char tmpdir[] = "/tmp/pysight-agent-XXXXXX";
+
+/* Two processes of one service (pids 10 and 11), one of another (20). */
+static struct profile *two_services(void)
+{
+	struct profile *p = profile__new(UNIT_NANOSECONDS);
+	const struct pthread *a = profile__thread(p, 10, 0, 10, "python3", "MainThread");
+	const struct pthread *b = profile__thread(p, 11, 0, 12, "python3", "worker");
+	const struct pthread *c = profile__thread(p, 20, 0, 20, "python3", "MainThread");
+	const struct pframe *f[4];
+
+	f[0] = profile__frame(p, "<module>", "/srv/app.py", 40, 1, PFRAME_PYTHON);
+	f[1] = profile__frame(p, "handle", "/srv/app.py", 22, 20, PFRAME_PYTHON);
+	f[2] = profile__frame(p, "do_sys_poll", NULL, 0, 0, PFRAME_KERNEL);
+	f[3] = profile__frame(p, "crunch", "/srv/batch.py", 9, 7, PFRAME_PYTHON);
+	CHECK(!profile__add(p, profile__stack(p, f, 2), a, NULL, KIND_CPU, 3, 3000), "add");
+	CHECK(!profile__add(p, profile__stack(p, f, 3), b, NULL, KIND_IO, 1, 5000), "add");
+	CHECK(!profile__add(p, profile__stack(p, (const struct pframe *[]){ f[0], f[3] }, 2),
+			    c, NULL, KIND_CPU, 2, 2000), "add");
+	return p;
+}
+
+static int describe(void *ctx, const struct pthread *t, const struct pcgroup *g,
+		    struct otlp_process *out)
+{
+	(void)ctx;
+	(void)g;
+	memset(out, 0, sizeof(*out));
+	out->service = t->pid < 20 ? "web" : "batch";
+	out->exe_name = "python3.11";
+	out->runtime_version = "3.11";
+	return 0;
+}
+
+static const char *attr_str(Request *r, const KeyValue *const *kv, size_t n,
+			    const char *key)
+{
+	size_t i;
+
+	(void)r;
+	for (i = 0; i < n; i++)
+		if (!strcmp(kv[i]->key, key))
+			return kv[i]->value->value_case ==
+			       OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE ?
+			       kv[i]->value->string_value : "(int)";
+	return NULL;
+}
+
+/* The function names of a sample's stack, leaf first, joined by ';'. */
+static void stack_text(const Dict *d, const Sample *s, char *buf, size_t len)
+{
+	const Opentelemetry__Proto__Profiles__V1development__Stack *st;
+	size_t i, o = 0;
+
+	buf[0] = 0;
+	CHECK(s->stack_index > 0 && (size_t)s->stack_index < d->n_stack_table,
+	      "stack index %d", s->stack_index);
+	if (s->stack_index <= 0 || (size_t)s->stack_index >= d->n_stack_table)
+		return;
+	st = d->stack_table[s->stack_index];
+	for (i = 0; i < st->n_location_indices; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__Location *l =
+			d->location_table[st->location_indices[i]];
+		const Opentelemetry__Proto__Profiles__V1development__Function *fn =
+			d->function_table[l->lines[0]->function_index];
+
+		o += (size_t)snprintf(buf + o, len - o, "%s%s:%lld", i ? ";" : "",
+				      d->string_table[fn->name_strindex],
+				      (long long)l->lines[0]->line);
+	}
+}
+
+static int64_t sample_attr_int(const Dict *d, const Sample *s, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_attribute_indices; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit *kv =
+			d->attribute_table[s->attribute_indices[i]];
+
+		if (!strcmp(d->string_table[kv->key_strindex], key))
+			return kv->value->int_value;
+	}
+	return -1;
+}
+
+static const char *sample_attr_str(const Dict *d, const Sample *s, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_attribute_indices; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit *kv =
+			d->attribute_table[s->attribute_indices[i]];
+
+		if (!strcmp(d->string_table[kv->key_strindex], key))
+			return kv->value->string_value;
+	}
+	return NULL;
+}
+
+static void test_otlp(void)
+{
+	const char *tags[] = { "deployment.environment=prod", "bad" };
+	struct otlp_opts o = {
+		.mode = MODE_WALL, .rate_hz = 100, .start_ns = 1000, .end_ns = 16000,
+		.host = "box", .tags = tags, .ntags = 2, .trigger = "slow request",
+		.process = describe,
+	};
+	struct profile *p = two_services();
+	int64_t total = 0;
+	size_t len, i, j;
+	void *buf;
+	Request *r;
+	Dict *d;
+	int saw_io = 0;
+
+	CHECK(!otlp__encode(p, &o, &buf, &len), "encode");
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
+	CHECK(r, "protobuf-c reads it back");
+	if (!r)
+		return;
+	d = r->dictionary;
+	CHECK(d && d->n_string_table && !strcmp(d->string_table[0], ""), "string 0 is empty");
+	CHECK(d->n_function_table > 1 && d->n_location_table > 1 &&
+	      d->n_stack_table > 1 && d->n_attribute_table > 1 &&
+	      d->n_mapping_table == 1, "tables keep index 0 for the empty element");
+	CHECK(r->n_resource_profiles == 2, "one ResourceProfiles per service: %zu",
+	      r->n_resource_profiles);
+	for (i = 0; i < r->n_resource_profiles; i++) {
+		const Opentelemetry__Proto__Resource__V1__Resource *res = r->resource_profiles[i]->resource;
+		const char *svc = attr_str(r, (const KeyValue *const *)res->attributes,
+					   res->n_attributes, "service.name");
+		const char *pid = attr_str(r, (const KeyValue *const *)res->attributes,
+					   res->n_attributes, "process.pid");
+		Profile *pr = r->resource_profiles[i]->scope_profiles[0]->profiles[0];
+
+		CHECK(svc && (!strcmp(svc, "web") || !strcmp(svc, "batch")), "service %s", svc);
+		/* two processes of "web": the pid is the samples' to say */
+		CHECK(!strcmp(svc, "web") ? !pid : pid != NULL, "process.pid of %s", svc);
+		CHECK(!strcmp(attr_str(r, (const KeyValue *const *)res->attributes,
+				       res->n_attributes, "host.name"), "box"), "host");
+		CHECK(!strcmp(attr_str(r, (const KeyValue *const *)res->attributes,
+				       res->n_attributes, "deployment.environment"), "prod"), "tag");
+		CHECK(!strcmp(attr_str(r, (const KeyValue *const *)res->attributes,
+				       res->n_attributes, "process.runtime.name"), "CPython"), "runtime");
+		CHECK(pr->time_unix_nano == 1000 && pr->duration_nano == 15000, "time range");
+		CHECK(!strcmp(d->string_table[pr->sample_type->type_strindex], "wall") &&
+		      !strcmp(d->string_table[pr->sample_type->unit_strindex], "nanoseconds"),
+		      "sample type");
+		CHECK(pr->period == 10000000, "period %lld", (long long)pr->period);
+		CHECK(pr->profile_id.len == 16, "profile id");
+		CHECK(pr->n_attribute_indices == 1 &&
+		      !strcmp(d->attribute_table[pr->attribute_indices[0]]->value->string_value,
+			      "slow request"), "trigger");
+		CHECK(pr->n_samples == (!strcmp(svc, "web") ? 2u : 1u), "samples of %s", svc);
+		for (j = 0; j < pr->n_samples; j++) {
+			const Sample *s = pr->samples[j];
+			char text[512];
+
+			total += s->values[0];
+			stack_text(d, s, text, sizeof(text));
+			CHECK(sample_attr_int(d, s, "process.pid") > 0, "pid attribute");
+			CHECK(sample_attr_int(d, s, "thread.id") > 0, "tid attribute");
+			CHECK(sample_attr_str(d, s, "thread.name"), "thread name");
+			if (s->values[0] == 5000) {
+				saw_io = 1;
+				CHECK(!strcmp(text, "do_sys_poll:0;[off-cpu: io]:0;handle:22;<module>:40"),
+				      "leaf first, the cause under Python: %s", text);
+				CHECK(!strcmp(sample_attr_str(d, s, "pysight.off_cpu.cause"), "io"),
+				      "cause attribute");
+			}
+			if (s->values[0] == 2000)
+				CHECK(!strcmp(text, "crunch:9;<module>:40"), "%s", text);
+		}
+	}
+	CHECK(saw_io, "the io sample");
+	CHECK(total == (int64_t)profile__total(p), "values sum to the total");
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(r, NULL);
+	free(buf);
+	profile__free(p);
+}
+
+static void test_status(void)
+{
+	/* google.rpc.Status{code: 3, message: "bad profile"} */
+	static const unsigned char st[] = { 0x08, 0x03, 0x12, 0x0b, 'b', 'a', 'd', ' ',
+					    'p', 'r', 'o', 'f', 'i', 'l', 'e' };
+	char msg[64];
+
+	CHECK(!otlp__status_message(st, sizeof(st), msg, sizeof(msg)) &&
+	      !strcmp(msg, "bad profile"), "status message");
+	CHECK(otlp__status_message("\xff\xff\xff", 3, msg, sizeof(msg)), "garbage");
+}
+
+static int spool_files(const char *dir)
+{
+	char cmd[256];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+static void test_spool(void)
+{
+	char dir[128], err[256], junk[160];
+	struct spool_stats st;
+	struct spool *s = NULL;
+	uint64_t seq, first;
+	size_t len;
+	void *data;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/spool", tmpdir);
+	CHECK(!spool__open(dir, 100, &s, err, sizeof(err)), "open: %s", err);
+	CHECK(spool__peek(s, &data, &len, &seq) == -ENOENT, "empty");
+	CHECK(!spool__push(s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 40), "push a");
+	CHECK(!spool__push(s, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 40), "push b");
+	CHECK(!spool__push(s, "cccccccccccccccccccc", 20), "push c");
+	/* 100 bytes hold all three; a fourth drops the oldest */
+	CHECK(!spool__push(s, "dddddddddddddddddddd", 20), "push d");
+	spool__stats(s, &st);
+	CHECK(st.depth == 3 && st.dropped == 1 && st.bytes == 80, "bound: depth %llu dropped %llu bytes %llu",
+	      (unsigned long long)st.depth, (unsigned long long)st.dropped,
+	      (unsigned long long)st.bytes);
+	CHECK(spool__push(s, junk, 101) == -E2BIG, "too big alone");
+	CHECK(!spool__peek(s, &data, &len, &first) && len == 40 &&
+	      ((char *)data)[0] == 'b', "oldest first");
+	free(data);
+	spool__pop(s, first);
+	spool__free(s);
+	/* a restart finds the rest, in order; a temporary file goes */
+	snprintf(junk, sizeof(junk), "%s/.tmp-00000000000000000009.otlp", dir);
+	fd = open(junk, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0 && write(fd, "half", 4) == 4, "plant a half-written file");
+	close(fd);
+	CHECK(!spool__open(dir, 100, &s, err, sizeof(err)), "reopen: %s", err);
+	CHECK(!spool__peek(s, &data, &len, &seq) && seq > first &&
+	      ((char *)data)[0] == 'c', "what a restart finds comes first");
+	free(data);
+	spool__pop(s, seq);
+	CHECK(!spool__peek(s, &data, &len, &seq) && ((char *)data)[0] == 'd', "then the next");
+	free(data);
+	spool__pop(s, seq);
+	CHECK(spool__peek(s, &data, &len, &seq) == -ENOENT, "drained");
+	CHECK(!spool__push(s, "eeee", 4), "push after a restart");
+	CHECK(!spool__peek(s, &data, &len, &seq) && seq > first + 2, "numbers go on");
+	free(data);
+	spool__free(s);
+	CHECK(spool_files(dir) == 1, "no temporary files left: %d", spool_files(dir));
+	chmod(dir, 0777);
+	CHECK(spool__open(dir, 100, &s, err, sizeof(err)) == -EPERM &&
+	      strstr(err, "writable"), "a directory others may write is refused: %s", err);
+}
+
+static void test_history(void)
+{
+	struct profile *p = two_services(), *q;
+	struct history *h = history__new(10);
+	struct history_filter f = { .pid = 20 };
+	uint64_t first, last;
+	const uint64_t S = 1000000000ULL;
+
+	CHECK(!history__cut(h, p, 0, 1 * S), "cut 1");
+	CHECK(profile__total(p) == 0, "the collector's profile is reset");
+	CHECK(!profile__add(p, profile__stack(p, NULL, 0),
+			    profile__thread(p, 20, 0, 20, NULL, NULL), NULL,
+			    KIND_CPU, 1, 7), "add");
+	CHECK(!history__cut(h, p, 1 * S, 2 * S), "cut 2");
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &first, &last) &&
+	      profile__total(q) == 10007 && first == 0 && last == 2 * S, "both slices");
+	profile__free(q);
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 1 * S, 2 * S, NULL, q, &first, &last) &&
+	      profile__total(q) == 7 && first == 1 * S, "the second alone");
+	profile__free(q);
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 2 * S, &f, q, &first, &last) &&
+	      profile__total(q) == 2007, "pid 20 only: %llu",
+	      (unsigned long long)profile__total(q));
+	profile__free(q);
+	/* 13 s later the first slices are past the span */
+	CHECK(!history__cut(h, p, 14 * S, 15 * S), "cut 3");
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 15 * S, NULL, q, &first, &last) &&
+	      profile__total(q) == 0 && first == 14 * S, "old slices expire");
+	profile__free(q);
+	history__free(h);
+	profile__free(p);
+}
+
+static void test_service_names(void)
+{
+	static const struct { const char *args; size_t len; const char *want; } cases[] = {
+		{ "python3\0-m\0gunicorn\0app:wsgi", 29, "gunicorn" },
+		{ "python3\0-mhttp.server\0", 22, "http.server" },
+		{ "/usr/bin/python3.11\0-u\0/srv/app/serve.py\0--port\0" "80", 50, "serve" },
+		{ "python3\0-X\0dev\0-W\0ignore\0tool.py", 32, "tool" },
+		{ "python3\0-c\0print(1)", 19, "" },
+		{ "python3", 7, "" },
+		{ "python3\0my app\x01.py", 17, "my_app_" },
+	};
+	char out[SERVICE_NAME_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		service__from_cmdline(cases[i].args, cases[i].len, out, sizeof(out));
+		CHECK(!strcmp(out, cases[i].want), "case %zu: '%s', want '%s'", i, out,
+		      cases[i].want);
+	}
+}
+
+static void test_control(void)
+{
+	struct control_request r;
+	char err[128], longv[2000];
+
+	CHECK(!control__parse("snapshot pid=42 format=folded container=abcd\n", &r, err,
+			      sizeof(err)) && !r.trigger && r.pid == 42 &&
+	      !strcmp(r.format, "folded") && !strcmp(r.container, "abcd"), "snapshot");
+	CHECK(!control__parse("trigger pid=7 reason=p99\n", &r, err, sizeof(err)) &&
+	      r.trigger && r.pid == 7 && !strcmp(r.reason, "p99"), "trigger");
+	CHECK(control__parse("rm -rf /\n", &r, err, sizeof(err)), "unknown verb");
+	CHECK(control__parse("snapshot pid=-1\n", &r, err, sizeof(err)), "bad pid");
+	CHECK(control__parse("snapshot colour=red\n", &r, err, sizeof(err)), "unknown field");
+	memset(longv, 'a', sizeof(longv) - 1);
+	longv[sizeof(longv) - 1] = 0;
+	memcpy(longv, "snapshot cgroup=", 16);
+	CHECK(control__parse(longv, &r, err, sizeof(err)), "overlong value");
+}
+
+int main(void)
+{
+	char cmd[128];
+
+	if (!mkdtemp(tmpdir))
+		return 1;
+	test_otlp();
+	test_status();
+	test_spool();
+	test_history();
+	test_service_names();
+	test_control();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return check_summary();
+}
