@@ -55,7 +55,7 @@ endif
 
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan \
-	otelcol otlp
+	otelcol otlp otlp-descriptors
 
 all: $(OUTPUT)/pysight
 
@@ -95,6 +95,42 @@ $(OUTPUT)/profile.pb-c.o: $(PPROF_GEN)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
 $(OUTPUT)/write_pprof.o $(OUTPUT)/read_pprof.o: $(PPROF_GEN)
+
+# OTLP profiles' message types for the OTLP export.  opentelemetry-proto on
+# PyPI ships no .proto files, only *_pb2.py modules holding each file's
+# serialized descriptor: tools/otlp-descriptors reads them out into a
+# FileDescriptorSet, committed as OTLP_DESC, which protoc-c compiles like
+# the .proto files themselves.  Keep OTLP_PROTO_VERSION with the
+# opentelemetry-proto of tests/requirements.txt (test_otelcol.py checks);
+# `make otlp-descriptors` refreshes OTLP_DESC from that wheel.
+OTLP_PROTO_VERSION := 1.45.2
+OTLP_DESC := tools/otlp/profiles-$(OTLP_PROTO_VERSION).pb
+OTLP_PROTOS := opentelemetry/proto/common/v1/common.proto \
+	       opentelemetry/proto/resource/v1/resource.proto \
+	       opentelemetry/proto/profiles/v1development/profiles.proto \
+	       opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
+OTLP_GEN := $(patsubst %.proto,$(OUTPUT)/otlp/%.pb-c.c,$(OTLP_PROTOS))
+OTLP_OBJS := $(OTLP_GEN:.c=.o)
+
+$(OTLP_GEN) $(OTLP_GEN:.c=.h) &: $(OTLP_DESC) | $(OUTPUT)
+	$(call msg,PROTOC,$(OUTPUT)/otlp)
+	$(Q)mkdir -p $(OUTPUT)/otlp
+	$(Q)protoc-c --descriptor_set_in=$< --c_out=$(OUTPUT)/otlp $(OTLP_PROTOS)
+
+$(OUTPUT)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c $(OTLP_GEN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -I$(OUTPUT)/otlp -c $< -o $@
+
+otlp: $(OTLP_OBJS)
+
+otlp-descriptors: | $(OUTPUT)
+	$(call msg,PIP,opentelemetry-proto==$(OTLP_PROTO_VERSION))
+	$(Q)rm -rf $(OUTPUT)/otlp-wheel
+	$(Q)$(PYTHON) -m pip download -q --no-deps --only-binary=:all: \
+		-d $(OUTPUT)/otlp-wheel opentelemetry-proto==$(OTLP_PROTO_VERSION)
+	$(call msg,GEN,$(OTLP_DESC))
+	$(Q)mkdir -p $(dir $(OTLP_DESC))
+	$(Q)tools/otlp-descriptors $(OUTPUT)/otlp-wheel/*.whl $(OTLP_DESC) $(lastword $(OTLP_PROTOS))
 
 # The flame graph's script, as a C string the SVG writer embeds.
 $(OUTPUT)/write_svg.js.h: user/write_svg.js | $(OUTPUT)

@@ -2,9 +2,14 @@
 it accepts a hand-built profiles request, writes it, reads back resolved,
 refuses a malformed body, and restarts on the same port.  The requests are
 built with opentelemetry-proto's own classes, not pysight's encoder."""
+import importlib.metadata
+import os
+import subprocess
+import sys
+
 import pytest
 
-from otelcol import decode_status, free_port
+from otelcol import REPO, decode_status, free_port
 
 ps = pytest.importorskip("opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2")
 
@@ -149,3 +154,21 @@ def test_grpc(otel_collector):
         stub.Export(request(pid=3), timeout=10)
     [[res]] = col.wait_requests(1)
     assert res.attributes["process.pid"] == 3
+
+
+def test_committed_descriptors_match_the_package(tmp_path):
+    """tools/otlp/profiles-VERSION.pb, which protoc-c compiles for the C side,
+    is what tools/otlp-descriptors reads out of the opentelemetry-proto these
+    tests use, so C and the tests speak one schema."""
+    import opentelemetry.proto
+    version = importlib.metadata.version("opentelemetry-proto")
+    committed = os.path.join(REPO, "tools", "otlp", "profiles-%s.pb" % version)
+    assert os.path.exists(committed), \
+        "no %s: set OTLP_PROTO_VERSION in the Makefile and run `make otlp-descriptors`" % committed
+    root = os.path.dirname(os.path.dirname(os.path.dirname(opentelemetry.proto.__file__)))
+    out = tmp_path / "profiles.pb"
+    subprocess.run([sys.executable, os.path.join(REPO, "tools", "otlp-descriptors"), root, str(out),
+                    "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto"],
+                   check=True, timeout=60)
+    with open(committed, "rb") as f:
+        assert out.read_bytes() == f.read()
