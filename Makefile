@@ -90,7 +90,10 @@ $(OUTPUT)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c
 	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/otlp -c $< -o $@
 
 $(OUTPUT)/otlp.o $(OUTPUT)/exporter.o: $(OUTPUT)/otlp/.gen
-.PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan
+
+otlp: $(OTLP_OBJS)
+.PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan \
+	otelcol otlp
 
 all: $(OUTPUT)/pysight
 
@@ -186,9 +189,29 @@ $(OUTPUT)/cargo/bin/inferno-flamegraph: | $(OUTPUT)
 	$(call msg,CARGO,inferno $(INFERNO_VERSION))
 	$(Q)$(CARGO) install --quiet --locked inferno@$(INFERNO_VERSION) --root $(OUTPUT)/cargo
 
+# The OpenTelemetry Collector that the OTLP export tests send profiles to
+# (tools/otelcol: the OTLP receiver and the file exporter), built once into
+# the cache: a cold build takes minutes.  Its name carries a hash of its
+# sources, so an edit builds a new one; tests/integration/otelcol.py finds
+# it by the same name, or by PYSIGHT_OTELCOL.
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+OTELCOL_VERSION := v0.165.0
+OTELCOL_SRCS := $(sort $(wildcard tools/otelcol/*.go)) tools/otelcol/go.mod tools/otelcol/go.sum
+OTELCOL_HASH := $(shell cat $(OTELCOL_SRCS) | sha256sum | cut -c1-8)
+OTELCOL := $(CACHE)/otelcol-pysight-$(OTELCOL_VERSION)-$(OTELCOL_HASH)
+
+$(OTELCOL):
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)cd tools/otelcol && $(GO) build -mod=readonly -buildvcs=false -trimpath \
+		-ldflags='-s -w' -o $(abspath $@).tmp . && mv $(abspath $@).tmp $(abspath $@)
+
+otelcol: $(OTELCOL)
+
 integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
-		$(OUTPUT)/cargo/bin/inferno-flamegraph
-	$(Q)$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
+		$(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
+	$(Q)PYSIGHT_OTELCOL=$(OTELCOL) \
+		$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
 
 # pysight itself built with ASan+UBSan, into its own directory so the
 # normal build is untouched.  `make test-asan` runs the integration suite
@@ -227,9 +250,9 @@ $(ASAN_DIR)/pysight: $(ASAN_OBJS)
 asan: $(ASAN_DIR)/pysight
 
 integration-asan: $(ASAN_DIR)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
-		$(OUTPUT)/cargo/bin/inferno-flamegraph
+		$(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p -m 1777 $(ASAN_LOGS)
-	$(Q)PYSIGHT_BIN=$(abspath $(ASAN_DIR)/pysight) \
+	$(Q)PYSIGHT_BIN=$(abspath $(ASAN_DIR)/pysight) PYSIGHT_OTELCOL=$(OTELCOL) \
 		PYSIGHT_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:log_path=$(abspath $(ASAN_LOGS))/asan \
 		LSAN_OPTIONS=suppressions=$(LSAN_SUPP):print_suppressions=0 \

@@ -676,6 +676,18 @@ def workdir():
     assert not os.path.exists(d)
 
 
+@pytest.fixture
+def otel_collector(workdir):
+    """An OpenTelemetry Collector (tests/integration/otelcol.py), not yet
+    started: otel_collector.start(otelcol.free_port()).  Stopped at teardown."""
+    from otelcol import OtelCol
+    tracker = Procs()
+    col = OtelCol(workdir, procs=tracker)
+    yield col
+    col.stop()
+    tracker.cleanup()
+
+
 class Staging:
     """Copies of tests/workloads visible to each interpreter (in /tmp of the
     host or of its chroot), created lazily, removed at session end."""
