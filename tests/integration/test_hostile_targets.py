@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import (REPO, Profile, assert_recorded, find_interp, pct, python_frames,
+from conftest import (PYSIGHT, REPO, Profile, assert_recorded, find_interp, pct, python_frames,
                       run_pysight)
 
 RATE = 200
@@ -290,8 +290,8 @@ def test_no_write_primitive_in_sources_or_binary():
                     if WRITE_PRIMITIVES.search(line):
                         found.append("%s/%s:%d: %s" % (sub, name, n, line.strip()))
     assert not found, "\n".join(found)
-    exe = os.path.join(REPO, ".output", "pysight")
-    syms = subprocess.run(["nm", "-D", "--undefined-only", exe], capture_output=True,
+    # the binary under test: the ASan build's too
+    syms = subprocess.run(["nm", "-D", "--undefined-only", PYSIGHT], capture_output=True,
                           text=True, check=True).stdout
     imported = {l.split()[-1].split("@")[0] for l in syms.splitlines() if l.strip()}
     assert "process_vm_readv" in imported, "nm found no imports: %s" % sorted(imported)[:20]
