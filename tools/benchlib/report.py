@@ -194,6 +194,8 @@ def markdown(res):
         L += _offcpu_md(res["offcpu"])
     if res.get("cgroup"):
         L += _cgroup_md(res["cgroup"])
+    if res.get("agent"):
+        L += _agent_md(res["agent"])
     L.append("#### Targets")
     L.append("")
     L.append(_table(["target", "measured", "met"], [[t, m, ok] for t, m, ok in targets(res)]))
@@ -353,6 +355,7 @@ def targets(res):
                     _yes(ok) if n >= 100000 else _yes(ok) + " (only %d stacks)" % n])
     out += _offcpu_targets(res.get("offcpu") or {})
     out += _cgroup_targets(res.get("cgroup") or {})
+    out += _agent_targets(res.get("agent") or {})
     return out
 
 
@@ -414,3 +417,39 @@ def _cgroup_targets(s):
                     _yes(ok) if ok is not None else "not resolved: the paired difference "
                     "straddles 0"])
     return out
+
+
+def _agent_md(a):
+    if "error" in a:
+        return ["Agent: failed: %s" % a["error"], ""]
+    L = ["#### pysight agent", "",
+         "`pysight agent` at its defaults (19 Hz host-wide, an OTLP export every 15 s to "
+         "a loopback endpoint) with %d mostly idle Python processes (1 ms of work every "
+         "200 ms each), for %.0f s after a 20 s start: %.2f%% of one core, RSS %s at the "
+         "first reading, %s at the last, %s at most (VmHWM %s); %d exports, %.0f KiB in all."
+         % (a["processes"], a["seconds"], a["cpu_pct_of_one_core"] or 0,
+            _mib(a["rss_kib_first"]), _mib(a["rss_kib_last"]), _mib(a["rss_kib_max"]),
+            _mib(a["vm_hwm_kib"]), a["exports_received"], a["export_bytes"] / 1024), ""]
+    pts = a.get("points") or []
+    if pts:
+        L.append(_table(["t (s)", "RSS", "CPU % of one core (last 15 s)"],
+                        [["%.0f" % p["t_s"], _mib(p["rss_kib"]),
+                          "%.2f" % p["cpu_pct"] if p["cpu_pct"] is not None else "-"]
+                         for p in pts[:: max(1, len(pts) // 12)]]))
+        L.append("")
+    if a.get("last_health"):
+        L += ["Its last health line: `%s`" % a["last_health"], ""]
+    return L
+
+
+def _agent_targets(a):
+    if not a or "error" in a or a.get("cpu_pct_of_one_core") is None:
+        return []
+    cpu, rss = a["cpu_pct_of_one_core"], a.get("rss_kib_max") or 0
+    grew = (a.get("rss_kib_last") or 0) - (a.get("rss_kib_first") or 0)
+    return [["agent < 0.5%% of one core at 19 Hz, %d processes" % a["processes"],
+             "%.2f%%" % cpu, _yes(cpu < 0.5)],
+            ["agent < 64 MiB RSS", _mib(rss), _yes(rss < 64 * 1024)],
+            ["agent RSS flat over %.0f s" % a["seconds"],
+             "%+.1f MiB from the first reading to the last" % (grew / 1024),
+             _yes(grew < 2 * 1024)]]

@@ -1,6 +1,7 @@
 """The measurements of docs/BENCHMARKS.md, one function per section.  Each returns a JSON-able dict."""
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -1130,3 +1131,111 @@ def section_cgroup(ctx):
         table.append(row)
     return {"tasks": nthreads, "spin_us": spin_us, "sleep_us": sleep_us, "seconds": secs,
             "rounds": rounds, "cgroup": cg, "runs": runs, "table": table}
+
+
+class _Sink:
+    """An OTLP/HTTP endpoint on loopback that takes every export (200) and
+    counts them: the agent's cost without a collector's noise."""
+
+    def __init__(self):
+        import http.server
+        import threading as th
+        sink = self
+        self.requests = 0
+        self.bytes = 0
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                self.rfile.read(n)
+                sink.requests += 1
+                sink.bytes += n
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.server.server_address[1]
+        self.thread = th.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def section_agent(ctx):
+    """pysight agent at its defaults (19 Hz host-wide, OTLP every 15 s) on a
+    host with --procs mostly idle Python processes: its own CPU share of
+    one core and its RSS, read every export interval, so a long run is the
+    soak (--agent-seconds)."""
+    import tempfile
+    n = 40 if ctx.quick else ctx.args.procs
+    secs = 45.0 if ctx.quick else ctx.args.agent_seconds
+    log("agent: starting %d Python processes" % n)
+    procs, agent, sink = [], None, _Sink()
+    tmp = tempfile.mkdtemp(prefix="pysight-bench-agent-")
+    try:
+        for i in range(n):
+            procs.append(common.start([ctx.python, ctx.wl("light.py"), secs + 120, 1, 200],
+                                      stdout=subprocess.PIPE, text=True))
+        for p in procs:
+            p.stdout.readline()
+        agent = common.start([profilers.PYSIGHT, "agent", "-v",
+                              "--otlp", "http://127.0.0.1:%d" % sink.port,
+                              "--spool", os.path.join(tmp, "spool"),
+                              "--socket", os.path.join(tmp, "sock"),
+                              "--snapshot-dir", os.path.join(tmp, "snaps")],
+                             stderr=open(os.path.join(tmp, "agent.log"), "w"))
+        time.sleep(20)              # start-up: every process found, code objects named
+        points = []
+        r0, t0 = common.cpu_reading(agent.pid), time.monotonic()
+        last_r, last_t = r0, t0
+        while time.monotonic() - t0 < secs and agent.poll() is None:
+            time.sleep(15)
+            r, t = common.cpu_reading(agent.pid), time.monotonic()
+            d = common.cpu_delta_ns(last_r, r)
+            points.append({"t_s": round(t - t0, 1), "rss_kib": _rss_kib(agent.pid),
+                           "cpu_pct": None if d is None else 100 * d / 1e9 / (t - last_t)})
+            last_r, last_t = r, t
+        d = common.cpu_delta_ns(r0, common.cpu_reading(agent.pid))
+        wall = time.monotonic() - t0
+        hwm = common.vm_hwm_kib(agent.pid)
+        common.kill_group(agent, signal.SIGTERM)
+        agent.wait(30)
+        with open(os.path.join(tmp, "agent.log")) as f:
+            health = [l.strip() for l in f if "agent:" in l and "samples" in l]
+        rss = [p["rss_kib"] for p in points if p["rss_kib"]]
+        return {"processes": n, "seconds": wall, "rate_hz": 19,
+                "cpu_pct_of_one_core": None if d is None else 100 * d / 1e9 / wall,
+                "rss_kib_first": rss[0] if rss else None, "rss_kib_last": rss[-1] if rss else None,
+                "rss_kib_max": max(rss) if rss else None, "vm_hwm_kib": hwm,
+                "exports_received": sink.requests, "export_bytes": sink.bytes,
+                "points": points, "last_health": health[-1] if health else None}
+    finally:
+        if agent is not None and agent.poll() is None:
+            common.kill_group(agent)
+        for p in procs:
+            common.kill_group(p)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        sink.close()
+        subprocess.run(["rm", "-rf", tmp])
