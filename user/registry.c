@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,10 +137,43 @@ static void open_threads(struct registry *r, pid_t pid)
 		sampler__threads(r->sampler, ITER_OPEN, pid, NULL, NULL);
 }
 
-/* Mirror an entry into the BPF map; a full map is worth saying. */
+/* Has pid exited (gone, or a zombie: its exit hook has run)? */
+static bool exited(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/*
+ * Mirror an entry into the BPF map; a full map is worth saying.  BPF drops
+ * a process's entry when it exits; one that exited while we inspected it
+ * must not get an entry after that, so look again once it is written.
+ */
+static int set_proc(struct registry *r, pid_t pid, const struct py_proc *proc)
+{
+	int err = sampler__set_proc(r->sampler, pid, proc);
+
+	if (!err && exited(pid))
+		sampler__delete_proc(r->sampler, pid);
+	return err;
+}
+
 static void publish(struct registry *r, struct entry *e)
 {
-	int err = sampler__set_proc(r->sampler, e->p.pid, &e->p.proc);
+	int err = set_proc(r, e->p.pid, &e->p.proc);
 
 	if (err && err != -ENODEV && r->verbose)
 		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
@@ -194,8 +229,7 @@ static void set_ignored(struct registry *r, struct entry *e,
 	/* a process already gone has no entry to keep */
 	if (why == -ESRCH)
 		sampler__delete_proc(r->sampler, e->p.pid);
-	err = why == -ESRCH ? 0 :
-		sampler__set_proc(r->sampler, e->p.pid, &ignored);
+	err = why == -ESRCH ? 0 : set_proc(r, e->p.pid, &ignored);
 	if (err && err != -ENODEV && r->verbose)
 		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
 			e->p.pid, strerror(-err));
