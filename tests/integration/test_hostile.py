@@ -79,7 +79,10 @@ def test_exec_storm_leaves_nothing_behind(procs, staging, workdir):
         assert after[name] <= base[name] + 3, (
             "%s grew from %d to %d over %d execs of /bin/true" % (
                 name, base[name], after[name], EXECS))
-    assert after["not_python"] <= base["not_python"] + 3, after
+    # one entry per executable that is not Python: what else the host runs
+    # meanwhile adds its own (17 after 5 once, with a build running), while
+    # an entry per exec would fill the map (4096)
+    assert after["not_python"] <= base["not_python"] + 64, after
     if CHECK_RSS:
         assert after["rss"] <= base["rss"] + 4096, (
             "RSS grew from %d KiB to %d KiB over %d execs" % (base["rss"], after["rss"],
