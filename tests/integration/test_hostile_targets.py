@@ -269,6 +269,37 @@ def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
             "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
 
 
+@pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
+                         ids=["section_headers", "truncated"])
+def test_corrupt_interpreter_in_chroot(corrupt, procs, staging, workdir):
+    """A container's python3 that is a corrupted copy of its interpreter
+    (section headers scribbled, or cut after its last loaded byte; it still
+    runs), read by pysight through /proc/PID/root: reported or profiled
+    right, never named from the junk, and the host's processes profiled."""
+    interp = (find_interp("3.14", "chroot") or find_interp("3.13", "chroot")
+              or find_interp("3.9", "chroot"))
+    if interp is None:
+        pytest.skip("no Debian chroot here")
+    script = staging.script(interp, "named_burn.py")
+    guest = os.path.join(os.path.dirname(script), "python3-%s" % corrupt.__name__)
+    # the file itself, its symlinks followed inside the chroot
+    real = subprocess.run(["chroot", interp.chroot, "readlink", "-f", interp.exe],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copy2(interp.host_path(real), interp.host_path(guest))
+    corrupt(interp.host_path(guest))
+    bad = start_ready(procs, ["nice", "-n", "19", "chroot", interp.chroot, guest, script,
+                              "fn_corrupt", "30"])
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
+    junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
+                                          "[partial stack]")]
+    assert not junk, mine.top()
+    if mine.total == 0:
+        assert re.search(r"\b%d\b" % bad.pid, err), (
+            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+
+
 # --------------------------------------------------------------------------
 # pysight never writes into a target
 
