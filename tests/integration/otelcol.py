@@ -273,6 +273,7 @@ class OtelCol:
         self.proc = None
         self.port = None
         self.grpc_port = None
+        self.tls = None
         self.starts = 0
         self.outputs = []
         self.log_path = None
@@ -280,7 +281,7 @@ class OtelCol:
     @property
     def endpoint(self):
         """The OTLP/HTTP base URL, e.g. http://127.0.0.1:4318."""
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     @property
     def profiles_url(self):
@@ -290,17 +291,21 @@ class OtelCol:
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self, port, grpc_port=None, timeout=30):
+    def start(self, port, grpc_port=None, timeout=30, tls=None):
         """Start on 127.0.0.1:port (OTLP/HTTP; grpc_port adds OTLP/gRPC) and
-        return once the receiver accepts requests."""
+        return once the receiver accepts requests.  tls=(cert, key): the
+        HTTP receiver takes only https."""
         assert not self.running, "the collector is already running"
         assert os.access(self.binary, os.X_OK), \
             "collector %s is missing: build it with `make otelcol`" % self.binary
         self.starts += 1
-        self.port, self.grpc_port = port, grpc_port
+        self.port, self.grpc_port, self.tls = port, grpc_port, tls
         out = os.path.join(self.workdir, "otelcol-%d.json" % self.starts)
         self.outputs.append(out)
         protocols = "      http:\n        endpoint: 127.0.0.1:%d\n" % port
+        if tls:
+            protocols += ("        tls:\n          cert_file: %s\n          key_file: %s\n"
+                          % (json.dumps(tls[0]), json.dumps(tls[1])))
         if grpc_port:
             protocols += "      grpc:\n        endpoint: 127.0.0.1:%d\n" % grpc_port
         config = os.path.join(self.workdir, "otelcol-%d.yaml" % self.starts)
@@ -363,7 +368,7 @@ class OtelCol:
     def restart(self, timeout=30):
         """Stop, then start again on the same port(s)."""
         self.stop()
-        return self.start(self.port, self.grpc_port, timeout=timeout)
+        return self.start(self.port, self.grpc_port, timeout=timeout, tls=self.tls)
 
     # ---- what it received
 
