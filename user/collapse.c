@@ -95,9 +95,6 @@ static int copy_entry(const struct collapse *c, struct profile *q,
 		      const struct pentry *e, const struct pframe **map,
 		      signed char *state, const struct pframe **frames)
 {
-	const struct pthread *t = e->thread, *qt = NULL;
-	const struct pcgroup *g = e->cgroup, *qg = NULL;
-	const struct pstack *s;
 	unsigned int i, n = 0;
 	int err;
 
@@ -116,15 +113,7 @@ static int copy_entry(const struct collapse *c, struct profile *q,
 		if (!frames[n++])
 			return -ENOMEM;
 	}
-	s = profile__stack(q, frames, n);
-	if (t)
-		qt = profile__thread(q, t->pid, t->ns_pid, t->tid, t->process,
-				     t->name);
-	if (g)
-		qg = profile__cgroup(q, g->id, g->path, g->container, g->pod);
-	if (!s || (t && !qt) || (g && !qg))
-		return -ENOMEM;
-	return profile__add(q, s, qt, qg, e->kind, e->count, e->weight);
+	return profile__add_from(q, profile__stack(q, frames, n), e);
 }
 
 int collapse__apply(const struct collapse *c, struct profile *p,

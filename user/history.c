@@ -111,9 +111,6 @@ static bool wanted(const struct history_filter *f, const struct pentry *e)
 static int copy_into(struct profile *q, const struct pentry *e,
 		     const struct pframe **frames)
 {
-	const struct pthread *t = e->thread, *qt = NULL;
-	const struct pcgroup *g = e->cgroup, *qg = NULL;
-	const struct pstack *s;
 	unsigned int i;
 
 	for (i = 0; i < e->stack->n; i++) {
@@ -125,15 +122,7 @@ static int copy_into(struct profile *q, const struct pentry *e,
 			return -ENOMEM;
 		profile__frame_origin(q, frames[i], f->origin);
 	}
-	s = profile__stack(q, frames, e->stack->n);
-	if (t)
-		qt = profile__thread(q, t->pid, t->ns_pid, t->tid, t->process,
-				     t->name);
-	if (g)
-		qg = profile__cgroup(q, g->id, g->path, g->container, g->pod);
-	if (!s || (t && !qt) || (g && !qg))
-		return -ENOMEM;
-	return profile__add(q, s, qt, qg, e->kind, e->count, e->weight);
+	return profile__add_from(q, profile__stack(q, frames, e->stack->n), e);
 }
 
 int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,

@@ -474,6 +474,22 @@ const char *profile__kind_frame(int kind)
 	return kind > 0 && kind < KIND__MAX ? kind_frames[kind] : NULL;
 }
 
+int profile__add_from(struct profile *p, const struct pstack *s,
+		      const struct pentry *e)
+{
+	const struct pthread *t = e->thread, *pt = NULL;
+	const struct pcgroup *g = e->cgroup, *pg = NULL;
+
+	if (t)
+		pt = profile__thread(p, t->pid, t->ns_pid, t->tid, t->process,
+				     t->name);
+	if (g)
+		pg = profile__cgroup(p, g->id, g->path, g->container, g->pod);
+	if (!s || (t && !pt) || (g && !pg))
+		return -ENOMEM;
+	return profile__add(p, s, pt, pg, e->kind, e->count, e->weight);
+}
+
 int pentry__cause_at(const struct pentry *e)
 {
 	unsigned int i;

@@ -136,6 +136,11 @@ int profile__add(struct profile *p, const struct pstack *stack,
 		 const struct pthread *thread, const struct pcgroup *cgroup,
 		 int kind, uint64_t count, uint64_t weight);
 
+/* Add e (an entry of another profile) to p under stack s (one of p's):
+ * e's thread and cgroup interned in p, its kind and weights; -ENOMEM. */
+int profile__add_from(struct profile *p, const struct pstack *s,
+		      const struct pentry *e);
+
 /* Drop every entry (weights, totals), keep what is interned. */
 void profile__reset(struct profile *p);
 

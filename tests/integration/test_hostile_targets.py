@@ -234,6 +234,20 @@ def truncate_after_segments(path):
         f.truncate(end)
 
 
+def reported_or_right(procs, staging, workdir, bad):
+    """Recorded next to ratio.py, the corrupt interpreter's process is
+    profiled with its own names, never from the junk, or reported by pid."""
+    prof, err, _ = record_next_to(procs, staging, workdir, bad)
+    mine, names = liar_frames(prof, bad.pid)
+    print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
+    junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
+                                          "[partial stack]")]
+    assert not junk, mine.top()
+    if mine.total == 0:
+        assert re.search(r"\b%d\b" % bad.pid, err), (
+            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+
+
 @pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
                          ids=["section_headers", "truncated"])
 def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
@@ -258,15 +272,7 @@ def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
     with open("/proc/%d/maps" % bad.pid) as f:
         assert copy in f.read(), "the copy of libpython is not the one mapped"
     corrupt(copy)
-    prof, err, _ = record_next_to(procs, staging, workdir, bad)
-    mine, names = liar_frames(prof, bad.pid)
-    print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
-    junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
-                                          "[partial stack]")]
-    assert not junk, mine.top()
-    if mine.total == 0:
-        assert re.search(r"\b%d\b" % bad.pid, err), (
-            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+    reported_or_right(procs, staging, workdir, bad)
 
 
 @pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
@@ -289,15 +295,7 @@ def test_corrupt_interpreter_in_chroot(corrupt, procs, staging, workdir):
     corrupt(interp.host_path(guest))
     bad = start_ready(procs, ["nice", "-n", "19", "chroot", interp.chroot, guest, script,
                               "fn_corrupt", "30"])
-    prof, err, _ = record_next_to(procs, staging, workdir, bad)
-    mine, names = liar_frames(prof, bad.pid)
-    print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
-    junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
-                                          "[partial stack]")]
-    assert not junk, mine.top()
-    if mine.total == 0:
-        assert re.search(r"\b%d\b" % bad.pid, err), (
-            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+    reported_or_right(procs, staging, workdir, bad)
 
 
 # --------------------------------------------------------------------------
