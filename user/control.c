@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "fdio.h"
 
 #define READ_TIMEOUT_MS	500	/* a client that says nothing is dropped */
 #define REPLY_TIMEOUT_S	5
@@ -156,23 +157,6 @@ int control__accept(int lfd, struct control_request *req, char *err,
 	return fd;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	ssize_t w;
-
-	while (len) {
-		w = send(fd, p, len, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int control__reply(int fd, const void *data, size_t len, const char *msg)
 {
 	struct timeval tv = { REPLY_TIMEOUT_S, 0 };
@@ -184,7 +168,7 @@ int control__reply(int fd, const void *data, size_t len, const char *msg)
 		n = snprintf(head, sizeof(head), "error %.500s\n", msg);
 	else
 		n = snprintf(head, sizeof(head), "ok %zu\n", len);
-	return write_all(fd, head, (size_t)n) ?: (data ? write_all(fd, data, len) : 0);
+	return fdio__write(fd, head, (size_t)n) ?: (data ? fdio__write(fd, data, len) : 0);
 }
 
 static ssize_t read_some(int fd, char *buf, size_t len)
@@ -212,7 +196,7 @@ int control__ask(const char *path, const char *line, void **data,
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (void *)&a, sizeof(a)) ||
-	    write_all(fd, line, strlen(line))) {
+	    fdio__write(fd, line, strlen(line))) {
 		ret = -errno;
 		close(fd);
 		return ret;

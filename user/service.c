@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "service.h"
 
 #define ENV_MAX		(256u << 10)	/* of an environment we read */
@@ -17,7 +18,6 @@
 static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
 {
 	char path[64];
-	size_t got = 0;
 	ssize_t r;
 	int fd;
 
@@ -25,16 +25,9 @@ static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (got < len) {
-		r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	r = fdio__read(fd, buf, len);
 	close(fd);
-	return (ssize_t)got;
+	return r;
 }
 
 /* A name fit for a label: printable, no spaces, bounded. */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "spool.h"
 
 #define SEQ_DIGITS	20
@@ -218,23 +219,6 @@ void spool__free(struct spool *s)
 	free(s);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	ssize_t w;
-
-	while (len) {
-		w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The file of seq, whole or not at all. */
 static int write_file(struct spool *s, uint64_t seq, const void *data,
 		      size_t len)
@@ -248,7 +232,7 @@ static int write_file(struct spool *s, uint64_t seq, const void *data,
 		    O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	err = write_all(fd, data, len);
+	err = fdio__write(fd, data, len);
 	if (!err && fdatasync(fd))
 		err = -errno;
 	if (close(fd) && !err)
@@ -319,14 +303,8 @@ static int read_file(int dirfd, uint64_t seq, uint64_t size, void **data,
 		return -EIO;
 	}
 	buf = malloc(size ? size : 1);
-	while (buf && got < size) {
-		r = read(fd, buf + got, size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	r = buf ? fdio__read(fd, buf, size) : -ENOMEM;
+	got = r > 0 ? (size_t)r : 0;
 	close(fd);
 	if (!buf || got != size) {
 		free(buf);

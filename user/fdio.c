@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdio.h"
+
+ssize_t fdio__read(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < len) {
+		r = read(fd, p + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return got ? (ssize_t)got : -errno;
+		if (!r)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int fdio__write(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	struct stat st;
+	bool sock = !fstat(fd, &st) && S_ISSOCK(st.st_mode);
+	ssize_t w;
+
+	while (len) {
+		w = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Whole reads and writes on a descriptor, through EINTR and short counts. */
+#ifndef __PYSIGHT_FDIO_H
+#define __PYSIGHT_FDIO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Up to len bytes, until EOF: the count, or -errno. */
+ssize_t fdio__read(int fd, void *buf, size_t len);
+/* All len bytes (send(MSG_NOSIGNAL) on a socket, so a closed peer is
+ * -EPIPE, not SIGPIPE): 0, or -errno. */
+int fdio__write(int fd, const void *buf, size_t len);
+
+#endif /* __PYSIGHT_FDIO_H */
