@@ -670,21 +670,28 @@ static void loop(struct agent *a)
 	uint64_t now, export_every = (uint64_t)(a->o.export_s * 1e9),
 		 rotate_every = (uint64_t)(a->o.rotate_s * 1e9);
 	char path[PATH_MAX];
+	bool export_due, rotate_due;
 
 	while (!exiting) {
 		if (collector__poll(a->s.col, POLL_MS) < 0)
 			break;
 		now = wall_ns();
-		if (now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
+		export_due = a->spool && now - a->export_ns >= export_every;
+		rotate_due = a->o.output_dir && now - a->rotate_ns >= rotate_every;
+		/* an export or a file takes the slices that end by now: the
+		 * one in progress is cut here, or its samples would go to the
+		 * next interval, up to a slice late */
+		if (export_due || rotate_due ||
+		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
 			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 			a->cut_ns = now;
 			health(a, false);
 		}
-		if (a->spool && now - a->export_ns >= export_every) {
+		if (export_due) {
 			export_interval(a, now);
 			health(a, a->s.o.verbose);
 		}
-		if (a->o.output_dir && now - a->rotate_ns >= rotate_every)
+		if (rotate_due)
 			rotate(a, now);
 		if (usr1) {
 			usr1 = 0;
