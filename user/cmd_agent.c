@@ -411,6 +411,29 @@ static void file_name(const struct agent *a, const char *dir,
 	snprintf(buf, len, "%s/%s-%s.%s", dir, prefix, stamp, w->exts[0]);
 }
 
+/* A snapshot's file: its time to the millisecond, and a number when a
+ * snapshot took that name already, for triggers come in bursts and each
+ * client is told its own file. */
+static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
+			  size_t len)
+{
+	const struct writer *w = out_writer(a);
+	time_t t = (time_t)(t_ns / NS);
+	unsigned int ms = (unsigned int)(t_ns % NS / 1000000);
+	struct stat st;
+	struct tm tm;
+	char stamp[32];
+	int n;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(buf, len, "%s/snapshot-%s.%03uZ.%s", a->o.snapshot_dir, stamp,
+		 ms, w->exts[0]);
+	for (n = 2; !lstat(buf, &st) && n < 1000; n++)
+		snprintf(buf, len, "%s/snapshot-%s.%03uZ-%d.%s",
+			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
+}
+
 /* Files of ours in dir, oldest first, past the age or the total size. */
 static void prune(struct agent *a)
 {
@@ -511,7 +534,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	err = window_bytes(a, pid ? &f : NULL, out_writer(a), &buf, &n, &q);
 	if (!err) {
 		mkdir(a->o.snapshot_dir, 0750);
-		file_name(a, a->o.snapshot_dir, "snapshot", now, path, len);
+		snapshot_name(a, now, path, len);
 		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
 	if (!err && a->spool)
