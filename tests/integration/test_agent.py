@@ -761,6 +761,64 @@ class _P:
 
 
 
+def test_spool_survives_a_restart(py, procs, staging, workdir, otel_collector,
+                                  fake_endpoint):
+    """An agent stopped while the collector is away leaves its exports in
+    the spool; the next agent on that spool sends them first, in order,
+    then its own.  A second agent started on the same socket and spool
+    while the first runs is refused at once and touches neither; so is
+    one whose start fails on a later option."""
+    port = free_port()
+    burn = Burn(procs, staging, py, duty=0.3)
+    first = Agent(procs, workdir, ["-v", "--otlp", "http://127.0.0.1:%d" % port,
+                                   "--export-interval", 1, "-r", 97, "-p", burn.pid])
+    first.wait_sampling()
+    burn.go()
+    wait_for(lambda: len(spooled(first)) >= 3, 15, "three exports queued")
+    # a second agent on the same socket and spool: refused before it sends
+    queued = spooled(first)
+    other = fake_endpoint(lambda n: OK)
+    run = run_pysight(procs, ["agent", "--otlp", other.endpoint, "--spool", first.spool,
+                              "--socket", first.socket, "--export-interval", 1], timeout=30)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.splitlines() == [
+        "pysight: another agent is listening on %s" % first.socket], run.stderr
+    assert run.elapsed < 2, run.elapsed
+    assert other.posts == [], "the refused agent sent %d of the first's exports" % len(
+        other.posts)
+    assert set(queued) <= set(spooled(first)), (queued, spooled(first))
+    assert first.stop() == 0, first.stderr
+    left = spooled(first)
+    assert len(left) >= 3, left
+    # nor does an agent whose start fails later (here on its metrics)
+    run = run_pysight(procs, ["agent", "--otlp", other.endpoint, "--spool", first.spool,
+                              "--socket", first.socket, "--metrics-addr", "127.0.0.1:99999"],
+                      timeout=30)
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1 and \
+        "invalid --metrics-addr" in run.stderr, run.stderr
+    assert run.elapsed < 2 and other.posts == [] and spooled(first) == left, (
+        run.elapsed, len(other.posts))
+
+    col = otel_collector.start(port)
+    second = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 1, "-r", 97,
+                                    "-p", burn.pid], name="agent").wait_sampling()
+    col.wait_requests(len(left) + 2, timeout=20)
+    truth = burn.finish()
+    assert second.wait() == 0, second.stderr
+    time.sleep(0.3)
+    got = [p for _, p in ours(col, burn.pid)]
+    old = [p for p in got if p.end_unix_nano <= second.started_ns]
+    new = [p for p in got if p.time_unix_nano >= second.started_ns - 5_000_000]
+    assert len(old) == len(left) and got[:len(old)] == old, (
+        "the spool's %d exports should come first:\n  %s" % (len(left), "\n  ".join(map(
+            span, got))))
+    assert old and new and len(old) + len(new) == len(got)
+    check_contiguous(old, "the first agent's")
+    check_contiguous(new, "the second agent's")
+    assert new[-1].end_unix_nano >= truth["timeline"][-1][0]
+    assert spooled(second) == []
+
+
 # --------------------------------------------------------------------------
 # 6. Local mode: rolling files
 
