@@ -654,11 +654,16 @@ static int setup_outputs(struct agent *a)
 	char err[512];
 	int ret;
 
+	if (a->o.otlp && exporter__check_url(a->o.otlp, err, sizeof(err)))
+		goto fail;
+	/* first: another agent may be using the spool, and its exports are
+	 * not ours to send */
+	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
+	if (a->ctl < 0)
+		goto fail;
 	if (a->o.otlp) {
 		size_t n = strlen(a->o.otlp);
 
-		if (exporter__check_url(a->o.otlp, err, sizeof(err)))
-			goto fail;
 		snprintf(a->url, sizeof(a->url), "%.*s%s", (int)n -
 			 (n && a->o.otlp[n - 1] == '/'), a->o.otlp,
 			 strstr(a->o.otlp, OTLP_PROFILES_PATH) ? "" : OTLP_PROFILES_PATH);
@@ -667,20 +672,18 @@ static int setup_outputs(struct agent *a)
 				  err, sizeof(err));
 		if (ret)
 			goto fail;
-		ret = exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err));
-		if (ret)
-			goto fail;
 	}
 	if (a->o.output_dir && mkdir(a->o.output_dir, 0755) && errno != EEXIST) {
 		snprintf(err, sizeof(err), "cannot create %s: %s",
 			 a->o.output_dir, strerror(errno));
 		goto fail;
 	}
-	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
-	if (a->ctl < 0)
-		goto fail;
 	if (a->o.metrics_addr &&
 	    metrics__start(a->o.metrics_addr, &a->m, err, sizeof(err)))
+		goto fail;
+	/* last: what it sends, it sends for a start that went through */
+	if (a->spool &&
+	    exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))
 		goto fail;
 	return 0;
 fail:
