@@ -763,7 +763,7 @@ int cmd_agent(int argc, char **argv)
 				   children, NULL, NULL };
 	struct agent a = { 0 };
 	double span;
-	int err;
+	int err, i;
 
 	defaults(&a);
 	session__init(&a.s, &exiting);
@@ -809,6 +809,8 @@ int cmd_agent(int argc, char **argv)
 	}
 	spool__free(a.spool);
 	history__free(a.h);
+	for (i = 0; i < a.o.ex.nheaders; i++)
+		free((char *)a.o.ex.headers[i]);	/* header_of's */
 	a.exports = UINT64_MAX / 2;
 	forget_processes(&a);
 	session__close(&a.s, err ? SIGTERM : exiting, false);
