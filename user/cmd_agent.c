@@ -411,6 +411,29 @@ static void file_name(const struct agent *a, const char *dir,
 	snprintf(buf, len, "%s/%s-%s.%s", dir, prefix, stamp, w->exts[0]);
 }
 
+/* A snapshot's file: its time to the millisecond, and a number when a
+ * snapshot took that name already, for triggers come in bursts and each
+ * client is told its own file. */
+static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
+			  size_t len)
+{
+	const struct writer *w = out_writer(a);
+	time_t t = (time_t)(t_ns / NS);
+	unsigned int ms = (unsigned int)(t_ns % NS / 1000000);
+	struct stat st;
+	struct tm tm;
+	char stamp[32];
+	int n;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(buf, len, "%s/snapshot-%s.%03uZ.%s", a->o.snapshot_dir, stamp,
+		 ms, w->exts[0]);
+	for (n = 2; !lstat(buf, &st) && n < 1000; n++)
+		snprintf(buf, len, "%s/snapshot-%s.%03uZ-%d.%s",
+			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
+}
+
 /* Files of ours in dir, oldest first, past the age or the total size. */
 static void prune(struct agent *a)
 {
@@ -511,7 +534,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	err = window_bytes(a, pid ? &f : NULL, out_writer(a), &buf, &n, &q);
 	if (!err) {
 		mkdir(a->o.snapshot_dir, 0750);
-		file_name(a, a->o.snapshot_dir, "snapshot", now, path, len);
+		snapshot_name(a, now, path, len);
 		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
 	if (!err && a->spool)
@@ -631,11 +654,16 @@ static int setup_outputs(struct agent *a)
 	char err[512];
 	int ret;
 
+	if (a->o.otlp && exporter__check_url(a->o.otlp, err, sizeof(err)))
+		goto fail;
+	/* first: another agent may be using the spool, and its exports are
+	 * not ours to send */
+	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
+	if (a->ctl < 0)
+		goto fail;
 	if (a->o.otlp) {
 		size_t n = strlen(a->o.otlp);
 
-		if (exporter__check_url(a->o.otlp, err, sizeof(err)))
-			goto fail;
 		snprintf(a->url, sizeof(a->url), "%.*s%s", (int)n -
 			 (n && a->o.otlp[n - 1] == '/'), a->o.otlp,
 			 strstr(a->o.otlp, OTLP_PROFILES_PATH) ? "" : OTLP_PROFILES_PATH);
@@ -644,20 +672,18 @@ static int setup_outputs(struct agent *a)
 				  err, sizeof(err));
 		if (ret)
 			goto fail;
-		ret = exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err));
-		if (ret)
-			goto fail;
 	}
 	if (a->o.output_dir && mkdir(a->o.output_dir, 0755) && errno != EEXIST) {
 		snprintf(err, sizeof(err), "cannot create %s: %s",
 			 a->o.output_dir, strerror(errno));
 		goto fail;
 	}
-	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
-	if (a->ctl < 0)
-		goto fail;
 	if (a->o.metrics_addr &&
 	    metrics__start(a->o.metrics_addr, &a->m, err, sizeof(err)))
+		goto fail;
+	/* last: what it sends, it sends for a start that went through */
+	if (a->spool &&
+	    exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))
 		goto fail;
 	return 0;
 fail:
@@ -670,21 +696,28 @@ static void loop(struct agent *a)
 	uint64_t now, export_every = (uint64_t)(a->o.export_s * 1e9),
 		 rotate_every = (uint64_t)(a->o.rotate_s * 1e9);
 	char path[PATH_MAX];
+	bool export_due, rotate_due;
 
 	while (!exiting) {
 		if (collector__poll(a->s.col, POLL_MS) < 0)
 			break;
 		now = wall_ns();
-		if (now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
+		export_due = a->spool && now - a->export_ns >= export_every;
+		rotate_due = a->o.output_dir && now - a->rotate_ns >= rotate_every;
+		/* an export or a file takes the slices that end by now: the
+		 * one in progress is cut here, or its samples would go to the
+		 * next interval, up to a slice late */
+		if (export_due || rotate_due ||
+		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
 			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 			a->cut_ns = now;
 			health(a, false);
 		}
-		if (a->spool && now - a->export_ns >= export_every) {
+		if (export_due) {
 			export_interval(a, now);
 			health(a, a->s.o.verbose);
 		}
-		if (a->o.output_dir && now - a->rotate_ns >= rotate_every)
+		if (rotate_due)
 			rotate(a, now);
 		if (usr1) {
 			usr1 = 0;
@@ -730,7 +763,7 @@ int cmd_agent(int argc, char **argv)
 				   children, NULL, NULL };
 	struct agent a = { 0 };
 	double span;
-	int err;
+	int err, i;
 
 	defaults(&a);
 	session__init(&a.s, &exiting);
@@ -776,6 +809,8 @@ int cmd_agent(int argc, char **argv)
 	}
 	spool__free(a.spool);
 	history__free(a.h);
+	for (i = 0; i < a.o.ex.nheaders; i++)
+		free((char *)a.o.ex.headers[i]);	/* header_of's */
 	a.exports = UINT64_MAX / 2;
 	forget_processes(&a);
 	session__close(&a.s, err ? SIGTERM : exiting, false);

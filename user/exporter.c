@@ -219,7 +219,10 @@ static void *run(void *arg)
 		}
 		pthread_mutex_unlock(&e->lock);
 		if (out != RETRY) {
-			spool__pop(e->spool, seq);
+			if (out == SENT)
+				spool__sent(e->spool, seq);
+			else
+				spool__pop(e->spool, seq);
 			e->backoff = FIRST_BACKOFF;
 			continue;
 		}

@@ -349,6 +349,17 @@ void spool__pop(struct spool *s, uint64_t seq)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void spool__sent(struct spool *s, uint64_t seq)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->n && at(s, 0)->seq == seq)
+		drop_oldest(s);
+	else if (s->st.dropped)
+		s->st.dropped--;	/* dropped for room while sent: not lost */
+	s->st.depth = s->n;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void spool__stats(struct spool *s, struct spool_stats *st)
 {
 	pthread_mutex_lock(&s->lock);

@@ -33,8 +33,11 @@ int spool__push(struct spool *s, const void *data, size_t len);
 /* The oldest export, read into *data (malloc'd, the caller frees) with
  * its sequence number: 0, -ENOENT when empty, -errno. */
 int spool__peek(struct spool *s, void **data, size_t *len, uint64_t *seq);
-/* Done with seq: sent, or refused for good. */
+/* Done with seq: refused for good, or not ours to send. */
 void spool__pop(struct spool *s, uint64_t seq);
+/* Done with seq: the server took it.  If a push dropped it for room
+ * meanwhile, it is not counted as dropped: it was not lost. */
+void spool__sent(struct spool *s, uint64_t seq);
 void spool__stats(struct spool *s, struct spool_stats *st);
 
 #endif /* __PYSIGHT_SPOOL_H */

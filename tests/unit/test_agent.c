@@ -288,6 +288,38 @@ static void test_spool(void)
 	      strstr(err, "writable"), "a directory others may write is refused: %s", err);
 }
 
+/* The oldest, dropped for room while the sender had it out, and then
+ * taken by the server: it was not lost, so it is not counted. */
+static void test_spool_sent_while_dropped(void)
+{
+	char dir[128], err[256];
+	struct spool_stats st;
+	struct spool *s = NULL;
+	uint64_t seq, next;
+	size_t len;
+	void *data;
+
+	snprintf(dir, sizeof(dir), "%s/spool-sent", tmpdir);
+	CHECK(!spool__open(dir, 100, &s, err, sizeof(err)), "open: %s", err);
+	CHECK(!spool__push(s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 50), "push a");
+	CHECK(!spool__push(s, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 50), "push b");
+	CHECK(!spool__peek(s, &data, &len, &seq) && ((char *)data)[0] == 'a', "a goes out");
+	free(data);
+	CHECK(!spool__push(s, "cccccccccccccccccccc", 20), "push c, dropping a");
+	spool__stats(s, &st);
+	CHECK(st.dropped == 1 && st.depth == 2, "a dropped: %llu", (unsigned long long)st.dropped);
+	spool__sent(s, seq);
+	spool__stats(s, &st);
+	CHECK(st.dropped == 0 && st.depth == 2, "a was sent, not lost: dropped %llu depth %llu",
+	      (unsigned long long)st.dropped, (unsigned long long)st.depth);
+	CHECK(!spool__peek(s, &data, &len, &next) && ((char *)data)[0] == 'b', "b is next");
+	free(data);
+	spool__sent(s, next);
+	spool__stats(s, &st);
+	CHECK(st.dropped == 0 && st.depth == 1, "b sent: depth %llu", (unsigned long long)st.depth);
+	spool__free(s);
+}
+
 static void test_history(void)
 {
 	struct profile *p = two_services(), *q;
@@ -374,6 +406,7 @@ int main(void)
 	test_otlp();
 	test_status();
 	test_spool();
+	test_spool_sent_while_dropped();
 	test_history();
 	test_service_names();
 	test_control();
