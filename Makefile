@@ -55,7 +55,7 @@ LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
 	    user/tally.c user/topview.c \
 	    user/writer.c user/write_folded.c user/write_pprof.c \
 	    user/write_speedscope.c user/write_svg.c \
-	    user/control.c user/fdio.c user/history.c user/otlp.c \
+	    user/control.c user/exporter.c user/fdio.c user/history.c user/otlp.c \
 	    user/service.c user/spool.c \
 	    $(PPROF_GEN) $(OTLP_GEN)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)

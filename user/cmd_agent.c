@@ -141,7 +141,8 @@ static const char doc[] =
 	"collector (--otlp), rolling files (--output-dir), and the last "
 	"--window on demand (`pysight snapshot`, SIGUSR1, or an application "
 	"through the control socket).\v"
-	"Durations take s, m, h or d: --rotate 60s --retain 24h.";
+	"The agent samples at 19 Hz unless -r says otherwise.  Durations take "
+	"s, m, h or d: --rotate 60s --retain 24h.";
 
 /* "60s", "5m", "24h", "7d", or seconds. */
 static double parse_duration(const char *opt, const char *arg, double min,
@@ -386,7 +387,9 @@ static int export_interval(struct agent *a, uint64_t now)
 	if (!q)
 		return -ENOMEM;
 	a->exports++;
-	err = export_profile(a, q, a->export_ns, now, NULL);
+	/* nothing sampled: a request with no profiles says nothing (and a
+	 * collector records nothing of it) */
+	err = profile__nentries(q) ? export_profile(a, q, a->export_ns, now, NULL) : 0;
 	profile__free(q);
 	forget_processes(a);
 	a->export_ns = now;
@@ -557,6 +560,7 @@ static void serve_control(struct agent *a)
 	char err[256], path[PATH_MAX];
 	const struct writer *w;
 	size_t len;
+	struct profile *q = NULL;
 	char *buf = NULL;
 	int fd, ret;
 
@@ -581,14 +585,23 @@ static void serve_control(struct agent *a)
 					.pid = r.pid,
 					.cgroup = r.cgroup[0] ? r.cgroup : NULL,
 					.container = r.container[0] ? r.container : NULL },
-				   w, &buf, &len, NULL);
+				   w, &buf, &len, &q);
 		if (ret)
 			control__reply(fd, NULL, 0, strerror(-ret));
 		else
 			control__reply(fd, buf, len, NULL);
+		close(fd);
+		/* every snapshot goes to the collector too, marked as one */
+		if (!ret && a->spool && profile__nentries(q)) {
+			uint64_t now = wall_ns();
+
+			export_profile(a, q, now - (uint64_t)(a->o.window_s * 1e9),
+				       now, "snapshot");
+		}
+		profile__free(q);
+		q = NULL;
 		free(buf);
 		buf = NULL;
-		close(fd);
 		a->snapshots += !ret;
 	}
 	(void)ret;
@@ -662,11 +675,11 @@ static int setup_outputs(struct agent *a)
 	if (a->ctl < 0)
 		goto fail;
 	if (a->o.otlp) {
-		size_t n = strlen(a->o.otlp);
-
-		snprintf(a->url, sizeof(a->url), "%.*s%s", (int)n -
-			 (n && a->o.otlp[n - 1] == '/'), a->o.otlp,
-			 strstr(a->o.otlp, OTLP_PROFILES_PATH) ? "" : OTLP_PROFILES_PATH);
+		if (exporter__url_with_path(a->o.otlp, OTLP_PROFILES_PATH,
+					    a->url, sizeof(a->url))) {
+			snprintf(err, sizeof(err), "invalid OTLP URL '%s'", a->o.otlp);
+			goto fail;
+		}
 		a->o.ex.url = a->url;
 		ret = spool__open(a->o.spool_dir, a->o.spool_max, &a->spool,
 				  err, sizeof(err));
@@ -750,7 +763,8 @@ static void defaults(struct agent *a)
 	a->o.socket_path = CONTROL_DEFAULT_PATH;
 	a->o.snapshot_dir = DEFAULT_SNAPSHOTS;
 	a->o.ex.timeout_s = 10;
-	a->o.ex.max_backoff_s = 30;
+	/* an outage ends at most this long before the queue moves again */
+	a->o.ex.max_backoff_s = 10;
 	a->o.ex.content_type = OTLP_CONTENT_TYPE;
 	a->ctl = -1;
 }

@@ -79,6 +79,37 @@ int exporter__check_url(const char *url, char *err, size_t errlen)
 	return ret;
 }
 
+int exporter__url_with_path(const char *url, const char *path, char *out,
+			    size_t outlen)
+{
+	CURLU *u = curl_url();
+	char *have = NULL, *full = NULL, joined[2048];
+	size_t n, pl = strlen(path);
+	int ret = -EINVAL;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) ||
+	    curl_url_get(u, CURLUPART_PATH, &have, 0))
+		goto out;
+	n = strlen(have);
+	while (n && have[n - 1] == '/')
+		n--;
+	if (n >= pl && !strncmp(have + n - pl, path, pl))
+		snprintf(joined, sizeof(joined), "%.*s", (int)n, have);
+	else
+		snprintf(joined, sizeof(joined), "%.*s%s", (int)n, have, path);
+	if (curl_url_set(u, CURLUPART_PATH, joined, 0) ||
+	    curl_url_get(u, CURLUPART_URL, &full, 0))
+		goto out;
+	ret = snprintf(out, outlen, "%s", full) >= (int)outlen ? -ENAMETOOLONG : 0;
+out:
+	curl_free(have);
+	curl_free(full);
+	curl_url_cleanup(u);
+	return ret;
+}
+
 /* The server's words, in one line: the message of a google.rpc.Status
  * (what OTLP servers answer errors with), else the body as text. */
 static void server_message(const struct body *b, const char *ctype,

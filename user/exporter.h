@@ -42,6 +42,10 @@ struct exporter;
 /* The endpoint, checked: an http or https URL with a host.  0, or
  * -EINVAL with why in err. */
 int exporter__check_url(const char *url, char *err, size_t errlen);
+/* url with path appended to its path (unless it ends so already), its
+ * query kept where it was: 0, or -EINVAL / -ENAMETOOLONG. */
+int exporter__url_with_path(const char *url, const char *path, char *out,
+			    size_t outlen);
 /* Start the thread sending what s holds; -errno with why in err. */
 int exporter__start(const struct exporter_opts *o, struct spool *s,
 		    struct exporter **out, char *err, size_t errlen);

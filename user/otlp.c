@@ -476,13 +476,20 @@ static Resource *resource(struct enc *e, const struct group *g)
 	for (i = 0; i < e->o->ntags && n < MAX_RES_ATTRS; i++) {
 		const char *eq = strchr(e->o->tags[i], '=');
 		char key[256];
+		size_t j;
 
 		if (!eq || eq == e->o->tags[i] ||
 		    (size_t)(eq - e->o->tags[i]) >= sizeof(key))
 			continue;
 		memcpy(key, e->o->tags[i], (size_t)(eq - e->o->tags[i]));
 		key[eq - e->o->tags[i]] = 0;
-		a[n++] = kv(e, key, str_value(e, eq + 1));
+		/* a tag overrides what we found (service.name=checkout) */
+		for (j = 0; j < n && a[j] && strcmp(a[j]->key, key); j++)
+			;
+		if (j < n && a[j])
+			a[j]->value = str_value(e, eq + 1);
+		else
+			a[n++] = kv(e, key, str_value(e, eq + 1));
 	}
 	for (i = 0; i < (int)n; i++)
 		if (!a[i])

@@ -1006,11 +1006,16 @@ def test_snapshots(py, procs, staging, workdir, otel_collector):
     assert os.path.dirname(tpath) == agent.snapshot_dir and tpath != path, (tpath, path)
     names = py_names(Profile.load(tpath))
     assert "snapbeta" in names and "snapalpha" not in names, names
+    # SIGUSR1's and `pysight snapshot`'s windows are exported too, marked
+    # "signal" and "snapshot", and may land after `before`
     triggered = wait_for(lambda: [(r, p) for req in col.requests()[before:] for r in req
-                                  for p in r.profiles if p.attributes], 10,
-                         "the trigger's export")
+                                  for p in r.profiles
+                                  if p.attributes.get("pysight.trigger") == "slow_checkout"],
+                         10, "the trigger's export")
     (res, p), = triggered
     assert p.attributes == {"pysight.trigger": "slow_checkout"}
+    marks = {p.attributes.get("pysight.trigger") for _, p in col.profiles()}
+    assert {"signal", "snapshot"} <= marks, marks
     assert res.attributes["process.pid"] == beta.pid
     assert res.attributes["service.name"] == "named_burn"
     assert {s.attributes["process.pid"] for s in p.samples} == {beta.pid}

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "control.h"
+#include "exporter.h"
 #include "history.h"
 #include "otlp.h"
 #include "service.h"
@@ -397,6 +398,26 @@ static void test_control(void)
 	CHECK(control__parse(longv, &r, err, sizeof(err)), "overlong value");
 }
 
+static void test_urls(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "http://127.0.0.1:4318", "http://127.0.0.1:4318/v1development/profiles" },
+		{ "http://h:4318/", "http://h:4318/v1development/profiles" },
+		{ "https://gw/otlp/", "https://gw/otlp/v1development/profiles" },
+		{ "https://h:1/x?y=1", "https://h:1/x/v1development/profiles?y=1" },
+		{ "http://h/v1development/profiles", "http://h/v1development/profiles" },
+	};
+	char out[256], err[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(!exporter__url_with_path(cases[i].in, OTLP_PROFILES_PATH, out, sizeof(out)) &&
+		      !strcmp(out, cases[i].want), "%s -> %s", cases[i].in, out);
+	CHECK(exporter__check_url("ftp://h", err, sizeof(err)) && strstr(err, "ftp"), "%s", err);
+	CHECK(exporter__check_url("not a url", err, sizeof(err)), "not a url");
+	CHECK(!exporter__check_url("https://[::1]:4318", err, sizeof(err)), "%s", err);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -410,6 +431,7 @@ int main(void)
 	test_history();
 	test_service_names();
 	test_control();
+	test_urls();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", tmpdir);
