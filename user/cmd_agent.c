@@ -724,7 +724,8 @@ static void loop(struct agent *a)
 		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
 			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 			a->cut_ns = now;
-			health(a, false);
+			if (a->m)
+				health(a, false);	/* the metrics, fresh each second */
 		}
 		if (export_due) {
 			export_interval(a, now);
