@@ -19,4 +19,13 @@ static inline double clock__now_s(void)
 	return clock__now_ns() / 1e9;
 }
 
+/* Wall-clock time, for what a profile says about when it was taken. */
+static inline uint64_t clock__wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 #endif /* __PYSIGHT_CLOCK_H */

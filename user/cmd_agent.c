@@ -260,14 +260,6 @@ static void on_signal(int sig)
 		exiting = sig;
 }
 
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
-}
-
 static double cpu_s(void)
 {
 	struct rusage ru;
@@ -287,11 +279,15 @@ static int describe_process(void *ctx, const struct pthread *t,
 	struct known *k;
 
 	HASH_FIND_INT(a->known, &t->pid, k);
-	if (k && k->info.start_time != service__start_time(t->pid) &&
-	    service__start_time(t->pid)) {
-		HASH_DEL(a->known, k);	/* the pid is another process now */
-		free(k);
-		k = NULL;
+	/* once an export, not once a sample: is the pid another process now? */
+	if (k && k->seen != a->exports) {
+		unsigned long long start = service__start_time(t->pid);
+
+		if (start && start != k->info.start_time) {
+			HASH_DEL(a->known, k);
+			free(k);
+			k = NULL;
+		}
 	}
 	if (!k) {
 		k = calloc(1, sizeof(*k));
@@ -490,34 +486,38 @@ static void rotate(struct agent *a, uint64_t now)
 	prune(a);
 }
 
-/* The last --window, filtered, in the writer's format. */
-static int window_bytes(struct agent *a, const struct history_filter *f,
-			const struct writer *w, char **buf, size_t *len,
-			struct profile **keep)
+/* The last --window up to now, filtered, as a profile of its own; the
+ * slice in progress is cut first, so it holds the latest samples. */
+static struct profile *window_now(struct agent *a,
+				  const struct history_filter *f,
+				  uint64_t *since, uint64_t *until)
 {
-	uint64_t now = wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
-	struct write_opts wo = { 0 };
-	struct profile *q;
-	FILE *mem;
-	int err;
+	uint64_t now = clock__wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
 
 	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 	a->cut_ns = now;
-	q = window_profile(a, now > span ? now - span : 0, now, f);
-	if (!q)
-		return -ENOMEM;
-	mem = open_memstream(buf, len);
-	err = mem ? w->write(q, &wo, mem) : -errno;
-	if (mem && fclose(mem) && !err)
+	*since = now > span ? now - span : 0;
+	*until = now;
+	return window_profile(a, *since, now, f);
+}
+
+/* q in w's format, in memory (*buf malloc'd): 0, or -errno. */
+static int profile_bytes(const struct writer *w, struct profile *q,
+			 char **buf, size_t *len)
+{
+	struct write_opts wo = { 0 };
+	FILE *mem = open_memstream(buf, len);
+	int err;
+
+	if (!mem)
+		return -errno;
+	err = w->write(q, &wo, mem);
+	if (fclose(mem) && !err)
 		err = -EIO;
 	if (err) {
 		free(*buf);
 		*buf = NULL;
 	}
-	if (keep && !err)
-		*keep = q;
-	else
-		profile__free(q);
 	return err;
 }
 
@@ -527,21 +527,18 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 			     char *path, size_t len)
 {
 	struct history_filter f = { .pid = pid };
-	struct profile *q = NULL;
-	size_t n;
-	char *buf = NULL;
-	uint64_t now = wall_ns();
-	int err;
+	uint64_t since, until;
+	struct profile *q = window_now(a, pid ? &f : NULL, &since, &until);
+	int err = q ? 0 : -ENOMEM;
 
 	path[0] = 0;
-	err = window_bytes(a, pid ? &f : NULL, out_writer(a), &buf, &n, &q);
 	if (!err) {
 		mkdir(a->o.snapshot_dir, 0750);
-		snapshot_name(a, now, path, len);
+		snapshot_name(a, until, path, len);
 		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
 	if (!err && a->spool)
-		export_profile(a, q, now - (uint64_t)(a->o.window_s * 1e9), now, why);
+		export_profile(a, q, since, until, why);
 	if (err) {
 		fprintf(stderr, "pysight: failed to write a snapshot: %s\n",
 			strerror(-err));
@@ -550,7 +547,6 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 		a->snapshots++;
 		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
 	}
-	free(buf);
 	profile__free(q);
 }
 
@@ -559,9 +555,10 @@ static void serve_control(struct agent *a)
 	struct control_request r;
 	char err[256], path[PATH_MAX];
 	const struct writer *w;
-	size_t len;
-	struct profile *q = NULL;
+	uint64_t since, until;
+	struct profile *q;
 	char *buf = NULL;
+	size_t len;
 	int fd, ret;
 
 	while ((fd = control__accept(a->ctl, &r, err, sizeof(err))) != -EAGAIN) {
@@ -570,8 +567,10 @@ static void serve_control(struct agent *a)
 		if (r.trigger) {
 			snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
 					 path, sizeof(path));
-			ret = path[0] ? control__reply(fd, path, strlen(path), NULL) :
-					control__reply(fd, NULL, 0, "failed to write the snapshot");
+			if (path[0])
+				control__reply(fd, path, strlen(path), NULL);
+			else
+				control__reply(fd, NULL, 0, "failed to write the snapshot");
 			close(fd);
 			continue;
 		}
@@ -581,30 +580,25 @@ static void serve_control(struct agent *a)
 			close(fd);
 			continue;
 		}
-		ret = window_bytes(a, &(struct history_filter){
+		q = window_now(a, &(struct history_filter){
 					.pid = r.pid,
 					.cgroup = r.cgroup[0] ? r.cgroup : NULL,
 					.container = r.container[0] ? r.container : NULL },
-				   w, &buf, &len, &q);
+			       &since, &until);
+		ret = q ? profile_bytes(w, q, &buf, &len) : -ENOMEM;
 		if (ret)
 			control__reply(fd, NULL, 0, strerror(-ret));
 		else
 			control__reply(fd, buf, len, NULL);
 		close(fd);
 		/* every snapshot goes to the collector too, marked as one */
-		if (!ret && a->spool && profile__nentries(q)) {
-			uint64_t now = wall_ns();
-
-			export_profile(a, q, now - (uint64_t)(a->o.window_s * 1e9),
-				       now, "snapshot");
-		}
+		if (!ret && a->spool && profile__nentries(q))
+			export_profile(a, q, since, until, "snapshot");
 		profile__free(q);
-		q = NULL;
 		free(buf);
 		buf = NULL;
 		a->snapshots += !ret;
 	}
-	(void)ret;
 }
 
 /* One line at -v, and the metrics endpoint's text. */
@@ -714,7 +708,7 @@ static void loop(struct agent *a)
 	while (!exiting) {
 		if (collector__poll(a->s.col, POLL_MS) < 0)
 			break;
-		now = wall_ns();
+		now = clock__wall_ns();
 		export_due = a->spool && now - a->export_ns >= export_every;
 		rotate_due = a->o.output_dir && now - a->rotate_ns >= rotate_every;
 		/* an export or a file takes the slices that end by now: the
@@ -744,7 +738,7 @@ static void loop(struct agent *a)
 			break;
 	}
 	/* what the last interval has, then what can still be sent */
-	now = wall_ns();
+	now = clock__wall_ns();
 	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 	a->cut_ns = now;
 	if (a->spool)
@@ -807,7 +801,7 @@ int cmd_agent(int argc, char **argv)
 	if (!err) {
 		a.start_s = clock__now_s();
 		a.cpu_at_start = cpu_s();
-		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns = wall_ns();
+		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns = clock__wall_ns();
 		fprintf(stderr, "pysight: agent: sampling %s at %u Hz (%s)%s%s%s%s\n",
 			session__what(&a.s), a.s.o.rate,
 			profile__mode_name(a.s.o.mode),

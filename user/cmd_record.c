@@ -300,7 +300,6 @@ static void install_signals(void)
 /* What was recorded, for titles: the command line or the pids. */
 static void describe(struct record *r, struct profile_meta *m)
 {
-	struct timespec ts;
 	size_t o = 0;
 	int i;
 
@@ -311,8 +310,7 @@ static void describe(struct record *r, struct profile_meta *m)
 	for (i = 0; i < r->s.o.npids && o < sizeof(m->target); i++)
 		o += snprintf(m->target + o, sizeof(m->target) - o, "%s%d",
 			      i ? "," : "pid ", r->s.o.pids[i]);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->start_unix_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	m->start_unix_ns = clock__wall_ns();
 }
 
 /* The format of output i: -f's, else the one its extension names. */

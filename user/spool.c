@@ -204,7 +204,6 @@ int spool__open(const char *dir, uint64_t max_bytes, struct spool **out,
 		spool__free(s);
 		return ret;
 	}
-	s->st.depth = s->n;
 	*out = s;
 	return 0;
 }
@@ -267,8 +266,7 @@ int spool__push(struct spool *s, const void *data, size_t len)
 	if (!err)
 		err = write_file(s, seq, data, len);
 	pthread_mutex_lock(&s->lock);
-	if (!err)
-		err = grow(s);
+	/* the room grow() made is still there: the sender only pops */
 	if (err) {
 		s->st.dropped++;
 	} else {
@@ -278,7 +276,6 @@ int spool__push(struct spool *s, const void *data, size_t len)
 		s->st.bytes += len;
 		s->st.pushed++;
 	}
-	s->st.depth = s->n;
 	pthread_mutex_unlock(&s->lock);
 	return err;
 }
@@ -345,7 +342,6 @@ void spool__pop(struct spool *s, uint64_t seq)
 	/* the oldest may have been dropped for room while it was sent */
 	if (s->n && at(s, 0)->seq == seq)
 		drop_oldest(s);
-	s->st.depth = s->n;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -356,7 +352,6 @@ void spool__sent(struct spool *s, uint64_t seq)
 		drop_oldest(s);
 	else if (s->st.dropped)
 		s->st.dropped--;	/* dropped for room while sent: not lost */
-	s->st.depth = s->n;
 	pthread_mutex_unlock(&s->lock);
 }
 
