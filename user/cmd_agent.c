@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "control.h"
 #include "exporter.h"
+#include "fdio.h"
 #include "history.h"
 #include "metrics.h"
 #include "otlp.h"
@@ -533,7 +534,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 
 	path[0] = 0;
 	if (!err) {
-		mkdir(a->o.snapshot_dir, 0750);
+		fdio__mkdirs(a->o.snapshot_dir, 0750);
 		snapshot_name(a, until, path, len);
 		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
@@ -680,9 +681,9 @@ static int setup_outputs(struct agent *a)
 		if (ret)
 			goto fail;
 	}
-	if (a->o.output_dir && mkdir(a->o.output_dir, 0755) && errno != EEXIST) {
+	if (a->o.output_dir && (ret = fdio__mkdirs(a->o.output_dir, 0755))) {
 		snprintf(err, sizeof(err), "cannot create %s: %s",
-			 a->o.output_dir, strerror(errno));
+			 a->o.output_dir, strerror(-ret));
 		goto fail;
 	}
 	if (a->o.metrics_addr &&

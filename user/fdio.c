@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,5 +45,22 @@ int fdio__write(int fd, const void *buf, size_t len)
 		p += w;
 		len -= (size_t)w;
 	}
+	return 0;
+}
+
+int fdio__mkdirs(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
 	return 0;
 }

@@ -156,13 +156,14 @@ static int take_up(struct spool *s)
  * that nobody else may write to, since we read back what it holds. */
 static int open_dir(const char *dir, char *err, size_t errlen)
 {
+	int ret = fdio__mkdirs(dir, 0700);
 	struct stat st;
 	int fd;
 
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	if (ret) {
 		snprintf(err, errlen, "cannot create spool directory %s: %s",
-			 dir, strerror(errno));
-		return -errno;
+			 dir, strerror(-ret));
+		return ret;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {

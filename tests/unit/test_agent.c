@@ -321,6 +321,25 @@ static void test_spool_sent_while_dropped(void)
 	spool__free(s);
 }
 
+/* A fresh machine has no /var/lib/pysight: the spool makes its parents,
+ * 0755 as mkdir -p would, and keeps itself 0700. */
+static void test_spool_parents(void)
+{
+	char dir[128], err[256];
+	struct spool *s = NULL;
+	struct stat st;
+
+	umask(022);
+	snprintf(dir, sizeof(dir), "%s/var/lib/pysight/spool", tmpdir);
+	CHECK(!spool__open(dir, 100, &s, err, sizeof(err)), "open with parents missing: %s", err);
+	spool__free(s);
+	CHECK(!stat(dir, &st) && (st.st_mode & 07777) == 0700, "spool is 0700: %o",
+	      st.st_mode & 07777);
+	snprintf(dir, sizeof(dir), "%s/var/lib", tmpdir);
+	CHECK(!stat(dir, &st) && (st.st_mode & 07777) == 0755, "a parent is 0755: %o",
+	      st.st_mode & 07777);
+}
+
 static void test_history(void)
 {
 	struct profile *p = two_services(), *q;
@@ -428,6 +447,7 @@ int main(void)
 	test_status();
 	test_spool();
 	test_spool_sent_while_dropped();
+	test_spool_parents();
 	test_history();
 	test_service_names();
 	test_control();
