@@ -1,5 +1,6 @@
 # pysight build.  `make demo` and `make test` are the README's two commands.
 OUTPUT := .output
+.DEFAULT_GOAL := all
 ARCH := $(shell uname -m)
 CLANG ?= clang
 BPFTOOL ?= bpftool

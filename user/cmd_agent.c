@@ -89,6 +89,7 @@ struct agent {
 	char host[256];
 	struct known *known;
 	uint64_t exports;
+	uint64_t made;			/* exports put to the spool (or dropped there) */
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
 	double start_s, cpu_at_start;
 	uint64_t snapshots, rotated, pruned;
@@ -369,6 +370,8 @@ static int export_profile(struct agent *a, struct profile *q, uint64_t since,
 		return err;
 	err = spool__push(a->spool, buf, len);
 	free(buf);
+	if (!err || err == -E2BIG)
+		a->made++;
 	if (err && err != -E2BIG)
 		fprintf(stderr, "pysight: failed to queue an export: %s\n",
 			strerror(-err));
@@ -699,6 +702,23 @@ fail:
 	return -EINVAL;
 }
 
+/* The last word on the way out: what this run made of its exports, and
+ * what the next start will find in the spool. */
+static void stopped(struct agent *a, bool say)
+{
+	struct exporter_stats es;
+	struct spool_stats ss;
+
+	exporter__stop(a->ex, DRAIN_S, &es);
+	a->ex = NULL;
+	spool__stats(a->spool, &ss);
+	if (say)
+		fprintf(stderr, "pysight: agent: stopped: %" PRIu64 " exports made, %"
+			PRIu64 " sent, %" PRIu64 " dropped, %" PRIu64 " refused; %"
+			PRIu64 " left in %s for the next start\n", a->made, es.sent,
+			ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
+}
+
 static void loop(struct agent *a)
 {
 	uint64_t now, export_every = (uint64_t)(a->o.export_s * 1e9),
@@ -811,7 +831,8 @@ int cmd_agent(int argc, char **argv)
 			a.o.output_dir ? a.o.output_dir : "");
 		loop(&a);
 	}
-	exporter__stop(a.ex, DRAIN_S);
+	if (a.ex)
+		stopped(&a, !err);
 	metrics__stop(a.m);
 	if (a.ctl >= 0) {
 		close(a.ctl);

@@ -350,7 +350,8 @@ void exporter__kick(struct exporter *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void exporter__stop(struct exporter *e, double drain_s)
+void exporter__stop(struct exporter *e, double drain_s,
+		   struct exporter_stats *last)
 {
 	if (!e)
 		return;
@@ -360,6 +361,8 @@ void exporter__stop(struct exporter *e, double drain_s)
 	pthread_cond_signal(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->thread, NULL);
+	if (last)
+		*last = e->st;
 	curl_slist_free_all(e->headers);
 	curl_easy_cleanup(e->curl);
 	curl_global_cleanup();

@@ -52,8 +52,10 @@ int exporter__start(const struct exporter_opts *o, struct spool *s,
 /* Something new is queued. */
 void exporter__kick(struct exporter *e);
 /* Stop: try for up to drain_s seconds more to send what is queued (what
- * is not sent stays in the spool for the next run), then join. */
-void exporter__stop(struct exporter *e, double drain_s);
+ * is not sent stays in the spool for the next run), then join; last, when
+ * not NULL, gets the final counts. */
+void exporter__stop(struct exporter *e, double drain_s,
+		    struct exporter_stats *last);
 void exporter__stats(struct exporter *e, struct exporter_stats *st);
 
 #endif /* __PYSIGHT_EXPORTER_H */

@@ -35,6 +35,8 @@ HEALTH = re.compile(r"pysight: agent: (\d+) samples, (\d+) errors, (\d+) Python 
                     r"(\d+) dropped, (\d+) refused\)")
 HEALTH_KEYS = ["samples", "errors", "processes", "sent", "sent_bytes", "depth",
                "queue_bytes", "dropped", "refused"]
+STOPPED = re.compile(r"pysight: agent: stopped: (\d+) exports made, (\d+) sent, (\d+) dropped, "
+                     r"(\d+) refused; (\d+) left in (\S+) for the next start")
 
 
 @pytest.fixture
@@ -96,6 +98,13 @@ class Agent:
         """The -v lines, one per export, as dicts."""
         return [dict(zip(HEALTH_KEYS, map(int, m.groups())))
                 for m in map(HEALTH.search, list(self.lines)) if m]
+
+    def stopped(self):
+        """The line said on the way out, as a dict."""
+        m = [m for m in map(STOPPED.search, list(self.lines)) if m]
+        assert len(m) == 1, "expected one 'stopped' line:\n%s" % self.stderr[-3000:]
+        return dict(zip(["made", "sent", "dropped", "refused", "left"], map(int, m[0].groups())),
+                    spool=m[0].group(6))
 
     def wait_line(self, pattern, timeout=15, start=0):
         """The first match of pattern in stderr lines from index start."""
@@ -556,14 +565,18 @@ def test_full_spool_drops_the_oldest(py, procs, staging, workdir, otel_collector
     # is there
     assert stopped - 1.5 * NS <= before.end_unix_nano <= stopped + 1.5 * NS, span(before)
     assert after.time_unix_nano < restarted - 1.5 * NS, (span(after), restarted / NS % 1000)
-    # every export made was either received or dropped (one -v line per
-    # export, and the last one made on the way out)
-    made = len(health) + 1
-    print("made %d, received %d, dropped %d; gap %s to %s; outage %.3f to %.3f" % (
-        made, len(got), dropped, span(before), span(after), stopped / NS % 1000,
+    # every export made was either received or dropped, as the agent says on
+    # the way out (an interval with no samples makes no export)
+    final = agent.stopped()
+    print("%s; received %d; gap %s to %s; outage %.3f to %.3f" % (
+        final, len(got), span(before), span(after), stopped / NS % 1000,
         restarted / NS % 1000))
-    assert len(got) + dropped == made, (
-        "%d exports made, %d received, %d dropped" % (made, len(got), dropped))
+    assert final["left"] == 0 and final["refused"] == 0, final
+    assert final["dropped"] == dropped, (final, health[-1])
+    assert final["sent"] == len(got), (final, len(got))
+    assert len(got) + dropped == final["made"], (
+        "%d exports made, %d received, %d dropped" % (final["made"], len(got), dropped))
+    assert len(health) <= final["made"] <= len(health) + 1, (final, len(health))
     missing = (after.time_unix_nano - before.end_unix_nano) / NS
     assert 0.9 * dropped <= missing <= 1.2 * dropped + 0.2, (
         "%.2f s missing for %d dropped exports of 1 s" % (missing, dropped))
@@ -701,8 +714,12 @@ def test_refusal_is_logged_once(py, procs, staging, workdir, fake_endpoint):
     wait_for(lambda: len(server.posts) >= 6, 10, "two more exports")
     burn.finish()
     assert agent.wait() == 0, agent.stderr
-    refusals = [l for l in agent.stderr.splitlines() if "refused" in l]
+    refusals = [l for l in agent.stderr.splitlines() if "refused an export" in l]
     assert len(refusals) == 1, agent.stderr
+    # and counted: every post was either taken or refused, none left over
+    final = agent.stopped()
+    assert final["refused"] >= 4 and final["left"] == 0 and \
+        final["sent"] + final["refused"] == len(server.posts), (final, len(server.posts))
     assert refusals[0] == ("pysight: %s%s refused an export (HTTP 400): %s (further refusals "
                            "are counted, not logged)" % (server.endpoint, PROFILES_PATH,
                                                          message)), refusals[0]
@@ -819,7 +836,12 @@ def test_spool_survives_a_restart(py, procs, staging, workdir, otel_collector,
     assert old and new and len(old) + len(new) == len(got)
     check_contiguous(old, "the first agent's")
     check_contiguous(new, "the second agent's")
-    assert new[-1].end_unix_nano >= truth["timeline"][-1][0]
+    # the last interval is exported, up to the burner's end: what it burned
+    # after the last export is less than two samples' worth (an interval
+    # cut short with no sample in it makes no export)
+    after_last = burn.cpu_between(new[-1].end_unix_nano, truth["timeline"][-1][0])
+    assert after_last < 2 / 97, "%.3f CPU s after the last export %s" % (after_last,
+                                                                         span(new[-1]))
     assert spooled(second) == []
 
 
