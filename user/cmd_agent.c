@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +47,11 @@
 #define SLICE_S			1.0
 #define POLL_MS			50
 #define DRAIN_S			5.0
+/* a rebase no more often than this, and not before this many objects
+ * are interned (PYSIGHT_REBASE_S, for the tests: this often, from any
+ * size) */
+#define REBASE_S		60.0
+#define REBASE_FLOOR		4096
 #define MAX_TAGS		32
 #define NS			1000000000ULL
 
@@ -93,6 +99,9 @@ struct agent {
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
 	double start_s, cpu_at_start;
 	uint64_t snapshots, rotated, pruned;
+	/* rebases of the collector's profile (maybe_rebase) */
+	uint64_t rebase_ns, rebase_every_ns, rebases;
+	unsigned int interned_base, rebase_floor;
 };
 
 static volatile sig_atomic_t exiting;
@@ -629,10 +638,12 @@ static void health(struct agent *a, bool say)
 		fprintf(stderr, "pysight: agent: %" PRIu64 " samples, %" PRIu64
 			" errors, %u Python processes, %" PRIu64 " exports sent (%"
 			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
-			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB\n",
+			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB, "
+			"interned %u (%" PRIu64 " rebases)\n",
 			st.counters[CNT_SAMPLES], errs, st.npython, es.sent,
 			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
-			up > 0 ? 100 * cpu / up : 0, st.rss_kib);
+			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
+			a->rebases);
 	if (!a->m)
 		return;
 	snprintf(text, sizeof(text),
@@ -650,12 +661,13 @@ static void health(struct agent *a, bool say)
 		 "# TYPE pysight_snapshots_total counter\npysight_snapshots_total %" PRIu64 "\n"
 		 "# TYPE pysight_window_entries gauge\npysight_window_entries %zu\n"
 		 "# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
-		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n",
+		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n"
+		 "# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
 		 st.counters[CNT_SAMPLES], errs,
 		 st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.npython,
 		 es.sent, es.bytes_sent, es.retries, es.rejected, ss.depth,
 		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
-		 st.rss_kib * 1024);
+		 st.rss_kib * 1024, st.interned);
 	metrics__set(a->m, text);
 }
 
@@ -719,6 +731,32 @@ static void stopped(struct agent *a, bool say)
 			ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
 }
 
+/*
+ * The collector's profile interns every stack, thread and cgroup it is
+ * given, for the slices to point at, and never forgets one: a host whose
+ * processes come and go would grow it for ever.  Once it holds twice what
+ * it did after the last rebase (and a floor), it is rebased right after a
+ * cut, onto what live processes still use; the history frees the old one
+ * when its last slice goes.
+ */
+static void maybe_rebase(struct agent *a, uint64_t now)
+{
+	unsigned int n = profile__ninterned(collector__profile(a->s.col));
+	struct profile *old;
+
+	if (now - a->rebase_ns < a->rebase_every_ns ||
+	    n < 2 * a->interned_base + a->rebase_floor ||
+	    history__nretired(a->h) == HISTORY_MAX_RETIRED)
+		return;
+	old = collector__rebase(a->s.col);
+	if (!old)
+		return;		/* out of memory: nothing changed, try later */
+	history__retire(a->h, old, now);
+	a->rebase_ns = now;
+	a->rebases++;
+	a->interned_base = profile__ninterned(collector__profile(a->s.col));
+}
+
 static void loop(struct agent *a)
 {
 	uint64_t now, export_every = (uint64_t)(a->o.export_s * 1e9),
@@ -739,6 +777,7 @@ static void loop(struct agent *a)
 		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
 			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
 			a->cut_ns = now;
+			maybe_rebase(a, now);
 			if (a->m)
 				health(a, false);	/* the metrics, fresh each second */
 		}
@@ -783,6 +822,12 @@ static void defaults(struct agent *a)
 	a->o.ex.max_backoff_s = 10;
 	a->o.ex.content_type = OTLP_CONTENT_TYPE;
 	a->ctl = -1;
+	a->rebase_every_ns = (uint64_t)(REBASE_S * 1e9);
+	a->rebase_floor = REBASE_FLOOR;
+	if (getenv("PYSIGHT_REBASE_S")) {
+		a->rebase_every_ns = (uint64_t)(fmax(0, atof(getenv("PYSIGHT_REBASE_S"))) * 1e9);
+		a->rebase_floor = 0;
+	}
 }
 
 int cmd_agent(int argc, char **argv)
@@ -822,7 +867,8 @@ int cmd_agent(int argc, char **argv)
 	if (!err) {
 		a.start_s = clock__now_s();
 		a.cpu_at_start = cpu_s();
-		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns = clock__wall_ns();
+		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns =
+			a.rebase_ns = clock__wall_ns();
 		fprintf(stderr, "pysight: agent: sampling %s at %u Hz (%s)%s%s%s%s\n",
 			session__what(&a.s), a.s.o.rate,
 			profile__mode_name(a.s.o.mode),

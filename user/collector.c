@@ -175,28 +175,40 @@ static void cproc_free(struct cproc *cp)
 	free(cp);
 }
 
+/* What was found of threads, kernel stacks and cgroups, to be found
+ * again when next sampled. */
+static void forget_found(struct collector *c)
+{
+	struct with_kernel *k, *kt;
+	struct cgroup_seen *g, *gt;
+	struct thread_ref *t, *tt;
+	struct cproc *cp, *cpt;
+
+	HASH_ITER(hh, c->procs, cp, cpt)
+		HASH_ITER(hh, cp->threads, t, tt) {
+			HASH_DEL(cp->threads, t);
+			free(t);
+		}
+	HASH_ITER(hh, c->kstacks, k, kt) {
+		HASH_DEL(c->kstacks, k);
+		free(k);
+	}
+	HASH_ITER(hh, c->cgroups, g, gt) {
+		HASH_DEL(c->cgroups, g);
+		free(g);
+	}
+}
+
 void collector__free(struct collector *c)
 {
 	struct cproc *cp, *tmp;
 
 	if (!c)
 		return;
+	forget_found(c);
 	HASH_ITER(hh, c->procs, cp, tmp) {
 		HASH_DEL(c->procs, cp);
 		cproc_free(cp);
-	}
-	{
-		struct with_kernel *k, *kt;
-		struct cgroup_seen *g, *gt;
-
-		HASH_ITER(hh, c->kstacks, k, kt) {
-			HASH_DEL(c->kstacks, k);
-			free(k);
-		}
-		HASH_ITER(hh, c->cgroups, g, gt) {
-			HASH_DEL(c->cgroups, g);
-			free(g);
-		}
 	}
 	ksyms__free(c->ksyms);
 	sampler__destroy(c->sampler);
@@ -237,6 +249,72 @@ int collector__poll(struct collector *c, int max_ms)
 struct profile *collector__profile(struct collector *c)
 {
 	return c->prof;
+}
+
+/*
+ * The stacks the collector has named, each in order: its copy interned in
+ * q when q is set, else its copy from out[] put in its place.  The same
+ * walk twice, so a rebase that runs out of memory halfway changes
+ * nothing.  Only stacks are carried over, since BPF sends a stack's
+ * frames once; threads, cgroups and kernel stacks are found again when
+ * next sampled, so those of threads that ended go with the old profile.
+ */
+static int walk_stacks(struct collector *c, struct profile *q,
+		       const struct pstack **out)
+{
+	struct provisional *pv, *pvt;
+	struct cproc *cp, *cpt;
+	size_t k = 0, i;
+
+	HASH_ITER(hh, c->procs, cp, cpt) {
+		for (i = 0; i < cp->refs.cap; i++) {
+			struct stack_ref *r = &cp->refs.slots[i];
+
+			if (!r->stack)
+				continue;
+			if (q && !(out[k] = profile__copy_stack(q, r->stack)))
+				return -ENOMEM;
+			if (!q)
+				r->stack = out[k];
+			k++;
+		}
+		HASH_ITER(hh, cp->provisional, pv, pvt) {
+			if (q && !(out[k] = profile__copy_stack(q, pv->stack)))
+				return -ENOMEM;
+			if (!q)
+				pv->stack = out[k];
+			k++;
+		}
+	}
+	return (int)k;
+}
+
+struct profile *collector__rebase(struct collector *c)
+{
+	struct profile *q, *old = c->prof;
+	const struct pstack **moved;
+	struct cproc *cp, *cpt;
+	size_t n = 0;
+	int got;
+
+	if (profile__nentries(old))
+		return NULL;
+	HASH_ITER(hh, c->procs, cp, cpt)
+		n += cp->refs.n + HASH_COUNT(cp->provisional);
+	q = profile__new(profile__unit(old));
+	moved = calloc(n ? n : 1, sizeof(*moved));
+	if (!q || !moved || (got = walk_stacks(c, q, moved)) < 0 ||
+	    (size_t)got != n) {
+		profile__free(q);
+		free(moved);
+		return NULL;
+	}
+	*profile__meta(q) = *profile__meta(old);
+	walk_stacks(c, NULL, moved);
+	free(moved);
+	forget_found(c);
+	c->prof = q;
+	return old;
 }
 
 const struct pyproc *collector__process(struct collector *c, pid_t pid)
@@ -643,6 +721,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->procs = HASH_COUNT(c->procs);
 	st->symbols = symcache__size(c->syms);
 	st->stacks = profile__nstacks(c->prof);
+	st->interned = profile__ninterned(c->prof);
 	st->rss_kib = rss_kib();
 }
 

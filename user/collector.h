@@ -41,6 +41,7 @@ struct collector_stats {
 	/* how much is held, for -v and the tests that look for leaks */
 	struct sampler_sizes maps;
 	unsigned int registry, procs, symbols, stacks;
+	unsigned int interned;		/* what the profile interns: profile__ninterned */
 	unsigned long rss_kib;
 };
 
@@ -100,6 +101,12 @@ int collector__snapshot(struct collector *c, pid_t pid,
 void collector__scan(struct collector *c);
 
 struct profile *collector__profile(struct collector *c);
+/* Intern from now on in a fresh profile that holds only the named stacks
+ * of live processes, so what exited processes and threads left behind
+ * does not pile up in a long run.  The
+ * profile must have no entries (cut it first).  The old one, which the
+ * caller frees once nothing points into it, or NULL (nothing changed). */
+struct profile *collector__rebase(struct collector *c);
 /* A Python process the collector knows, or NULL. */
 const struct pyproc *collector__process(struct collector *c, pid_t pid);
 void collector__stats(struct collector *c, struct collector_stats *st);

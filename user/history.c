@@ -12,10 +12,19 @@ struct slice {
 	size_t n;
 };
 
+/* A profile the collector interned in before a rebase, freed once the
+ * last slice that points into it has gone. */
+struct retired {
+	struct profile *p;
+	uint64_t until_ns;		/* the end of the last such slice */
+};
+
 struct history {
 	uint64_t span_ns;
 	struct slice *s;		/* oldest first */
 	size_t n, cap;
+	struct retired old[HISTORY_MAX_RETIRED];
+	int nold;
 };
 
 struct history *history__new(double span_s)
@@ -35,8 +44,38 @@ void history__free(struct history *h)
 		return;
 	for (i = 0; i < h->n; i++)
 		free(h->s[i].e);
+	for (i = 0; i < (size_t)h->nold; i++)
+		profile__free(h->old[i].p);
 	free(h->s);
 	free(h);
+}
+
+/* Free the retired profiles no slice points into any more. */
+static void free_retired(struct history *h)
+{
+	int i, k = 0;
+
+	for (i = 0; i < h->nold; i++) {
+		if (!h->n || h->s[0].end_ns > h->old[i].until_ns)
+			profile__free(h->old[i].p);
+		else
+			h->old[k++] = h->old[i];
+	}
+	h->nold = k;
+}
+
+bool history__retire(struct history *h, struct profile *p, uint64_t until_ns)
+{
+	if (h->nold == HISTORY_MAX_RETIRED)
+		return false;
+	h->old[h->nold++] = (struct retired){ p, until_ns };
+	free_retired(h);
+	return true;
+}
+
+int history__nretired(const struct history *h)
+{
+	return h->nold;
 }
 
 static void expire(struct history *h, uint64_t now_ns)
@@ -50,6 +89,7 @@ static void expire(struct history *h, uint64_t now_ns)
 	for (i = k; i < h->n; i++)
 		h->s[i - k] = h->s[i];
 	h->n -= k;
+	free_retired(h);
 }
 
 int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
@@ -106,31 +146,10 @@ static bool wanted(const struct history_filter *f, const struct pentry *e)
 	return true;
 }
 
-/* e's copy in q: the same frames, stack, thread and cgroup, interned
- * there. */
-static int copy_into(struct profile *q, const struct pentry *e,
-		     const struct pframe **frames)
-{
-	unsigned int i;
-
-	for (i = 0; i < e->stack->n; i++) {
-		const struct pframe *f = e->stack->frames[i];
-
-		frames[i] = profile__frame(q, f->name, f->file, f->line,
-					   f->firstline, f->kind);
-		if (!frames[i])
-			return -ENOMEM;
-		profile__frame_origin(q, frames[i], f->origin);
-	}
-	return profile__add_from(q, profile__stack(q, frames, e->stack->n), e);
-}
-
 int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 		     const struct history_filter *f, struct profile *q,
 		     uint64_t *first_ns, uint64_t *last_ns)
 {
-	const struct pframe **frames = NULL;
-	unsigned int cap = 0;
 	bool any = false;
 	size_t i, j;
 	int err = 0;
@@ -150,21 +169,12 @@ int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 
 			if (!wanted(f, e))
 				continue;
-			if (e->stack->n > cap) {
-				const struct pframe **fr;
-
-				cap = e->stack->n * 2;
-				fr = realloc(frames, cap * sizeof(*fr));
-				if (!fr) {
-					err = -ENOMEM;
-					break;
-				}
-				frames = fr;
-			}
-			err = copy_into(q, e, frames);
+			/* its copy: the same frames, stack, thread and
+			 * cgroup, interned in q */
+			err = profile__add_from(q, profile__copy_stack(q, e->stack),
+						e);
 		}
 	}
-	free(frames);
 	return err;
 }
 

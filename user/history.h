@@ -38,6 +38,15 @@ int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
 int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 		     const struct history_filter *f, struct profile *q,
 		     uint64_t *first_ns, uint64_t *last_ns);
+/* Profiles retired and not yet freed, at most. */
+#define HISTORY_MAX_RETIRED	4
+
+/* Take p, a profile the slices cut until until_ns point into and no later
+ * one will (the collector's, replaced by collector__rebase), and free it
+ * once the last of those slices has gone; false, p not taken, when
+ * HISTORY_MAX_RETIRED wait already. */
+bool history__retire(struct history *h, struct profile *p, uint64_t until_ns);
+int history__nretired(const struct history *h);
 /* Entries kept, and their bytes, for -v and the metrics. */
 void history__size(struct history *h, size_t *entries, size_t *bytes);
 

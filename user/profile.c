@@ -490,6 +490,40 @@ int profile__add_from(struct profile *p, const struct pstack *s,
 	return profile__add(p, s, pt, pg, e->kind, e->count, e->weight);
 }
 
+const struct pstack *profile__copy_stack(struct profile *p,
+					 const struct pstack *s)
+{
+	const struct pframe *small[128], **frames = small;
+	const struct pstack *out = NULL;
+	unsigned int i;
+
+	if (s->n > sizeof(small) / sizeof(small[0])) {
+		frames = malloc(s->n * sizeof(*frames));
+		if (!frames)
+			return NULL;
+	}
+	for (i = 0; i < s->n; i++) {
+		const struct pframe *f = s->frames[i];
+
+		frames[i] = profile__frame(p, f->name, f->file, f->line,
+					   f->firstline, f->kind);
+		if (!frames[i])
+			goto out;
+		profile__frame_origin(p, frames[i], f->origin);
+	}
+	out = profile__stack(p, frames, s->n);
+out:
+	if (frames != small)
+		free(frames);
+	return out;
+}
+
+unsigned int profile__ninterned(const struct profile *p)
+{
+	return HASH_COUNT(p->strs) + p->nframes + p->stacks.n + p->nthreads +
+	       p->ncgroups;
+}
+
 int pentry__cause_at(const struct pentry *e)
 {
 	unsigned int i;

@@ -141,6 +141,14 @@ int profile__add(struct profile *p, const struct pstack *stack,
 int profile__add_from(struct profile *p, const struct pstack *s,
 		      const struct pentry *e);
 
+/* s (a stack of another profile) interned in p, its frames with their
+ * origins; NULL on ENOMEM. */
+const struct pstack *profile__copy_stack(struct profile *p,
+					 const struct pstack *s);
+/* How many strings, frames, stacks, threads and cgroups p interns: what
+ * profile__reset() keeps. */
+unsigned int profile__ninterned(const struct profile *p);
+
 /* Drop every entry (weights, totals), keep what is interned. */
 void profile__reset(struct profile *p);
 

@@ -32,9 +32,10 @@ from opentelemetry.proto.collector.profiles.v1development import profiles_servic
 NS = 1_000_000_000
 HEALTH = re.compile(r"pysight: agent: (\d+) samples, (\d+) errors, (\d+) Python processes, "
                     r"(\d+) exports sent \((\d+) bytes\), queue (\d+) \((\d+) bytes, "
-                    r"(\d+) dropped, (\d+) refused\)")
+                    r"(\d+) dropped, (\d+) refused\), cpu [\d.]+%, rss (\d+) KiB, "
+                    r"interned (\d+) \((\d+) rebases\)")
 HEALTH_KEYS = ["samples", "errors", "processes", "sent", "sent_bytes", "depth",
-               "queue_bytes", "dropped", "refused"]
+               "queue_bytes", "dropped", "refused", "rss_kib", "interned", "rebases"]
 STOPPED = re.compile(r"pysight: agent: stopped: (\d+) exports made, (\d+) sent, (\d+) dropped, "
                      r"(\d+) refused; (\d+) left in (\S+) for the next start")
 
@@ -461,6 +462,55 @@ def test_wall_mode_exports_off_cpu_causes(py, procs, staging, workdir, otel_coll
     main = [s for s in samples if s.attributes.get("thread.id") == burn.pid]
     io = sum(s.values[0] for s in main if s.attributes.get("pysight.off_cpu.cause") == "io")
     assert io >= 0.8 * wall * NS, "main thread: %.2f s of io in %.2f s" % (io / NS, wall)
+
+
+def test_interning_stays_flat_under_thread_churn(py, procs, staging, workdir,
+                                                 otel_collector):
+    """A process that starts and joins threads all the time: each sampled
+    thread is a new thread record (and name) in the collector's profile.
+    The agent rebases that profile onto what live processes use (every 2 s
+    here; an old profile is freed with the last slice of the 4 s window
+    that points into it), so what
+    it interns stays flat while the threads it has seen climb, and the
+    exports across the rebases stay whole: contiguous, thread_work named,
+    nothing [unknown]."""
+    col = otel_collector.start(free_port())
+    target = procs.start(py.argv(staging.script(py, "churn_threads.py"), 24, 8),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert target.stdout.readline().startswith("ready")
+    agent = Agent(procs, workdir, ["-v", "--otlp", col.endpoint, "--export-interval", 1,
+                                   "-r", 499, "-p", target.pid, "--window", 4],
+                  env={"PYSIGHT_REBASE_S": "2"}).wait_sampling()
+    target.stdin.write("go\n")
+    target.stdin.flush()
+    done = target.stdout.readline()
+    assert done.startswith("done "), done
+    time.sleep(1.5)
+    assert agent.stop() == 0, agent.stderr
+    target.stdin.close()
+    target.wait(timeout=10)
+    time.sleep(0.3)
+    health = agent.health()
+    got = [p for _, p in ours(col, target.pid)]
+    check_contiguous(got, "churn")
+    threads = {s.attributes.get("thread.id") for p in got for s in p.samples}
+    interned = [h["interned"] for h in health]
+    print("%s threads run, %d sampled; interned %s; rebases %d" % (
+        done.split()[1], len(threads), interned, health[-1]["rebases"]))
+    assert len(threads) >= 1000, "only %d threads sampled: the test shows nothing" % len(threads)
+    assert health[-1]["rebases"] >= 2, interned
+    # without rebases it would hold a record and a name per thread sampled
+    assert max(interned) < len(threads) / 2, (max(interned), len(threads))
+    assert max(interned[len(interned) // 2:]) <= 1.5 * max(interned[:len(interned) // 2]), \
+        interned
+    frames = [f[0] for p in got for s in p.samples for f in s.frames]
+    assert "[unknown]" not in frames, "a stack lost its names across a rebase"
+    every = sum(total(p) for p in got)
+    share = {fn: pct(sum(s.values[0] for p in got for s in p.samples
+                         if any(f[0] == fn for f in s.frames)), every)
+             for fn in ("churn", "thread_work")}
+    print("shares %s of %d samples" % (share, every))
+    assert share["churn"] >= 40 and share["thread_work"] >= 5, share
 
 
 # --------------------------------------------------------------------------

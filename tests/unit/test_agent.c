@@ -377,6 +377,36 @@ static void test_history(void)
 	profile__free(p);
 }
 
+/* A profile retired after a rebase lives while a slice points into it:
+ * the window still reads it whole, and it goes with its last slice. */
+static void test_history_retire(void)
+{
+	struct profile *p = two_services(), *p2 = profile__new(UNIT_NANOSECONDS), *q;
+	struct history *h = history__new(10);
+	uint64_t first, last;
+	const uint64_t S = 1000000000ULL;
+	int i;
+
+	CHECK(!history__cut(h, p, 0, 1 * S), "cut into p");
+	CHECK(history__retire(h, p, 1 * S), "retire p");
+	CHECK(history__nretired(h) == 1, "p is kept: a slice points into it");
+	CHECK(!profile__add(p2, profile__stack(p2, NULL, 0), NULL, NULL, KIND_CPU, 1, 5),
+	      "add to p2");
+	CHECK(!history__cut(h, p2, 1 * S, 2 * S), "cut into p2");
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &first, &last) &&
+	      profile__total(q) == 10005,
+	      "the window across the rebase: %llu", (unsigned long long)profile__total(q));
+	profile__free(q);
+	CHECK(!history__cut(h, p2, 11 * S, 12 * S) && history__nretired(h) == 0,
+	      "p goes with its last slice: %d retired", history__nretired(h));
+	for (i = 0; i < HISTORY_MAX_RETIRED; i++)
+		CHECK(history__retire(h, profile__new(UNIT_NANOSECONDS), 12 * S), "retire %d", i);
+	CHECK(!history__retire(h, p2, 12 * S), "no room past HISTORY_MAX_RETIRED");
+	history__free(h);	/* frees the retired */
+	profile__free(p2);
+}
+
 static void test_service_names(void)
 {
 	static const struct { const char *args; size_t len; const char *want; } cases[] = {
@@ -449,6 +479,7 @@ int main(void)
 	test_spool_sent_while_dropped();
 	test_spool_parents();
 	test_history();
+	test_history_retire();
 	test_service_names();
 	test_control();
 	test_urls();

@@ -250,6 +250,68 @@ static void test_events(struct child *ch)
 }
 
 /*
+ * A rebase: a profile with entries is refused; after a cut, the new
+ * profile holds the named stacks of live processes and nothing of the
+ * threads that came and went, and a stack BPF named before the rebase
+ * (and will not send again) is still named after it.
+ */
+static void test_rebase(struct child *ch)
+{
+	struct collector_opts o = { .rate_hz = 100, .mode = MODE_CPU };
+	struct collector *c = collector__new_offline(&o);
+	const struct pyproc *pp;
+	struct profile *old;
+	struct py_frame f[2];
+	uint32_t check[2];
+	unsigned int before, after, i;
+	char err[256], *out;
+	struct rec r;
+
+	CHECK(c && !collector__add_pid(c, ch->pid, err, sizeof(err)),
+	      "collector for %d: %s", ch->pid, err);
+	pp = c ? collector__process(c, ch->pid) : NULL;
+	if (!pp) {
+		collector__free(c);
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(!symbols__code_check(ch->pid, &pp->proc, ch->code[i],
+					   &check[i]), "check of code %u", i);
+	f[0] = (struct py_frame){ ch->code[1], -1, check[1] };
+	f[1] = (struct py_frame){ ch->code[0], -1, check[0] };
+	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x111,
+			   ST_COMPLETE, f, 2));
+	/* 500 short threads, each with its own name */
+	for (i = 1; i <= 500; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "t-%u", i);
+		feed(c, &r, sample(&r, ch->pid, ch->pid + i, name, 0x111,
+				   ST_COMPLETE, NULL, 2));
+	}
+	CHECK(!collector__rebase(c), "no rebase while the profile has entries");
+	profile__reset(collector__profile(c));
+	before = profile__ninterned(collector__profile(c));
+	old = collector__rebase(c);
+	CHECK(old && old != collector__profile(c), "rebased");
+	after = profile__ninterned(collector__profile(c));
+	/* left: the two frames' strings (qualnames, file) and the frames
+	 * and stack */
+	CHECK(before > 1000 && after < 10, "interned %u before, %u after",
+	      before, after);
+	profile__free(old);
+	/* BPF sends 0x111's id alone now; it is still named, and the thread
+	 * is found again */
+	feed(c, &r, sample(&r, ch->pid, ch->pid + 7, "again", 0x111,
+			   ST_COMPLETE, NULL, 2));
+	out = folded(collector__profile(c), true);
+	CHECK(out && strstr(out, " (again);alpha (app.py:2);Beta.work (app.py:5) 1\n") &&
+	      profile__total(collector__profile(c)) == 1, "after the rebase:\n%s", out);
+	free(out);
+	collector__free(c);
+}
+
+/*
  * A str read from our own memory: a name is cut at 1024 characters, but
  * a length no object could have (a target that set it to 2^62) is no name.
  */
@@ -294,8 +356,10 @@ int main(void)
 	}
 	ret = start_child(&ch);
 	CHECK(!ret, "start python: %s", strerror(-ret));
-	if (!ret)
+	if (!ret) {
 		test_events(&ch);
+		test_rebase(&ch);
+	}
 	stop_child(&ch);
 	return check_summary();
 }
