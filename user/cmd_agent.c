@@ -644,6 +644,8 @@ static void health(struct agent *a, bool say)
 			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
 			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
 			a->rebases);
+	if (say)
+		session__print_held(&st);
 	if (!a->m)
 		return;
 	snprintf(text, sizeof(text),

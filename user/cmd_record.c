@@ -176,19 +176,6 @@ static void print_breakdown(struct profile *p)
 	free(pt);
 }
 
-/* What the recording holds: for -v, and the tests that look for leaks. */
-static void print_held(const struct collector_stats *st)
-{
-	fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
-		"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
-		"binaries %u, not_python %u, targets %u, tstates %u, "
-		"stacks_seen %u, uprobes %u, thread states %lld\n",
-		st->rss_kib, st->registry, st->procs, st->symbols, st->stacks,
-		st->maps.procs, st->maps.binaries, st->maps.not_python,
-		st->maps.targets, st->maps.tstates, st->maps.stacks_seen,
-		st->maps.probes, (long long)st->counters[CNT_THREAD_STATES]);
-}
-
 /* -v, every minute of a long recording: the sizes, and the error rate so
  * far, so that growth shows while it happens. */
 static void print_progress(struct record *r, double secs)
@@ -205,7 +192,7 @@ static void print_progress(struct record *r, double secs)
 		st.counters[CNT_SAMPLES] ?
 			100.0 * errs / st.counters[CNT_SAMPLES] : 0.0,
 		st.counters[CNT_RB_DROPS] + st.unknown_stacks);
-	print_held(&st);
+	session__print_held(&st);
 }
 
 static void summary(struct record *r, double secs)
@@ -246,7 +233,7 @@ static void summary(struct record *r, double secs)
 			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
 			st.stale_symbols);
 	if (r->s.o.verbose)
-		print_held(&st);
+		session__print_held(&st);
 	if (r->s.o.mode != MODE_CPU) {
 		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
 			" with a stack taken; time in the profile by process "

@@ -78,5 +78,8 @@ const char *session__what(const struct session *s);
  * so when say; free the collector.
  */
 void session__close(struct session *s, int sig, bool say);
+/* What the collector holds, one line on stderr: for -v, and the tests and
+ * soaks that look for leaks. */
+void session__print_held(const struct collector_stats *st);
 
 #endif /* __PYSIGHT_SESSION_H */
