@@ -69,6 +69,7 @@ struct agent_opts {
 	const char *format;
 	double window_s;
 	unsigned int window_rate;
+	unsigned int export_rate;	/* -r: what exports and files are at */
 	const char *socket_path;
 	const char *snapshot_dir;
 	const char *metrics_addr;
@@ -102,6 +103,7 @@ struct agent {
 	/* rebases of the collector's profile (maybe_rebase) */
 	uint64_t rebase_ns, rebase_every_ns, rebases;
 	unsigned int interned_base, rebase_floor;
+	uint64_t thin_seed;
 };
 
 static volatile sig_atomic_t exiting;
@@ -140,7 +142,7 @@ static const struct argp_option options[] = {
 	{ "retain", OPT_RETAIN, "DURATION", 0, "Delete files older than this (default 24h)", 0 },
 	{ "retain-size", OPT_RETAIN_SIZE, "MIB", 0, "Delete the oldest files beyond this total", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Keep this much of the recent past for snapshots (default 60)", 0 },
-	{ "window-rate", OPT_WINDOW_RATE, "HZ", 0, "Sample at this rate instead of -r, for a finer window", 0 },
+	{ "window-rate", OPT_WINDOW_RATE, "HZ", 0, "Sample at HZ for the window (what snapshots hold); exports and files are thinned back to -r", 0 },
 	{ "socket", OPT_SOCKET, "PATH", 0, "The control socket (default " CONTROL_DEFAULT_PATH ")", 0 },
 	{ "snapshot-dir", OPT_SNAPSHOT_DIR, "DIR", 0, "Where SIGUSR1 and triggers write snapshots (default " DEFAULT_SNAPSHOTS ")", 0 },
 	{ "metrics-addr", OPT_METRICS, "IP:PORT", 0, "Serve Prometheus metrics here, e.g. 127.0.0.1:9465", 0 },
@@ -365,7 +367,7 @@ static int export_profile(struct agent *a, struct profile *q, uint64_t since,
 			  uint64_t until, const char *trigger)
 {
 	struct otlp_opts oo = {
-		.mode = a->s.o.mode, .rate_hz = a->s.o.rate,
+		.mode = a->s.o.mode, .rate_hz = profile__meta(q)->rate_hz,
 		.start_ns = since, .end_ns = until, .host = a->host,
 		.tags = a->o.tags, .ntags = a->o.ntags, .trigger = trigger,
 		.process = describe_process, .ctx = a,
@@ -388,9 +390,29 @@ static int export_profile(struct agent *a, struct profile *q, uint64_t since,
 	return 0;
 }
 
+/*
+ * What goes out at -r: with a --window-rate above it, a cpu profile is
+ * thinned back to -r (each sample kept with probability r / window rate),
+ * so exports and files cost what -r costs and only the window (snapshots)
+ * has the detail.  Time profiles are left whole: their weights are time,
+ * whatever the rate.
+ */
+static struct profile *export_profile_of(struct agent *a, uint64_t since,
+					 uint64_t until)
+{
+	struct profile *q = window_profile(a, since, until, NULL), *thin;
+
+	if (!q || a->s.o.mode != MODE_CPU || a->s.o.rate <= a->o.export_rate)
+		return q;
+	thin = profile__thin(q, (double)a->o.export_rate / a->s.o.rate,
+			     &a->thin_seed);
+	profile__free(q);
+	return thin;
+}
+
 static int export_interval(struct agent *a, uint64_t now)
 {
-	struct profile *q = window_profile(a, a->export_ns, now, NULL);
+	struct profile *q = export_profile_of(a, a->export_ns, now);
 	int err;
 
 	if (!q)
@@ -480,7 +502,7 @@ static void prune(struct agent *a)
 
 static void rotate(struct agent *a, uint64_t now)
 {
-	struct profile *q = window_profile(a, a->rotate_ns, now, NULL);
+	struct profile *q = export_profile_of(a, a->rotate_ns, now);
 	struct write_opts wo = { 0 };
 	char path[PATH_MAX];
 	int err;
@@ -849,8 +871,10 @@ int cmd_agent(int argc, char **argv)
 		return 2;
 	if (!a.o.otlp && !a.o.output_dir)
 		usage_error("nowhere to send profiles: give --otlp URL, --output-dir DIR, or both");
+	a.o.export_rate = a.s.o.rate;
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;
+	a.thin_seed = clock__wall_ns() ^ (uint64_t)getpid() << 32;
 	a.o.ex.verbose = a.s.o.verbose;
 	gethostname(a.host, sizeof(a.host) - 1);
 	span = a.o.window_s > a.o.export_s ? a.o.window_s : a.o.export_s;

@@ -518,6 +518,47 @@ out:
 	return out;
 }
 
+/* splitmix64: a uniform double in [0, 1) */
+static double uniform(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+struct profile *profile__thin(const struct profile *p, double keep,
+			      uint64_t *seed)
+{
+	struct profile *q = profile__new(p->unit);
+	const struct pentry **arr = NULL;
+	struct pentry e;
+	size_t n, i;
+	uint64_t k;
+
+	if (!q || p->unit != UNIT_SAMPLES || profile__entries(p, &arr, &n))
+		goto fail;
+	q->meta = p->meta;
+	q->meta.rate_hz = (unsigned int)(p->meta.rate_hz * keep + 0.5);
+	for (i = 0; i < n; i++) {
+		e = *arr[i];
+		for (k = 0; e.count > 0; e.count--)
+			k += uniform(seed) < keep;
+		if (!k)
+			continue;
+		e.count = e.weight = k;
+		if (profile__add_from(q, profile__copy_stack(q, e.stack), &e))
+			goto fail;
+	}
+	free(arr);
+	return q;
+fail:
+	free(arr);
+	profile__free(q);
+	return NULL;
+}
+
 unsigned int profile__ninterned(const struct profile *p)
 {
 	return HASH_COUNT(p->strs) + p->nframes + p->stacks.n + p->nthreads +

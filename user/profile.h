@@ -145,6 +145,13 @@ int profile__add_from(struct profile *p, const struct pstack *s,
  * origins; NULL on ENOMEM. */
 const struct pstack *profile__copy_stack(struct profile *p,
 					 const struct pstack *s);
+/* A copy of p (a profile counted in samples) where each sample is kept
+ * with probability keep, as if it had been taken at keep times the rate:
+ * the counts are binomial draws, so shares and totals stay unbiased;
+ * meta's rate is scaled.  *seed is the generator's state.  NULL on
+ * ENOMEM, or when p is not counted in samples. */
+struct profile *profile__thin(const struct profile *p, double keep,
+			      uint64_t *seed);
 /* How many strings, frames, stacks, threads and cgroups p interns: what
  * profile__reset() keeps. */
 unsigned int profile__ninterned(const struct profile *p);

@@ -425,6 +425,55 @@ def test_intervals_hold_their_own_samples(py, procs, staging, workdir, otel_coll
                            burn, rate, "files", jitter=False)
 
 
+def test_window_rate_is_thinned_in_exports(py, procs, staging, workdir, otel_collector):
+    """-r 49 --window-rate 499: the window (a snapshot) has the burner at
+    499 Hz, the exports and files have it at 49 Hz and say so in their
+    period, and the functions keep their shares in both."""
+    col = otel_collector.start(free_port())
+    out = os.path.join(workdir, "out")
+    burn = Burn(procs, staging, py)
+    agent = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 1, "-r", 49,
+                                   "--window-rate", 499, "--window", 30, "--output-dir", out,
+                                   "--rotate", "30s", "-f", "folded", "-p", burn.pid],
+                  env={"PYSIGHT_JITTER": "0"}).wait_sampling()
+    burn.go()
+    time.sleep(5)
+    snap = os.path.join(workdir, "window.folded")
+    asked = time.time_ns()
+    run = run_pysight(procs, ["snapshot", "--socket", agent.socket, "-o", snap])
+    assert run.returncode == 0, run.stderr
+    truth = burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    time.sleep(0.3)
+    cpu = truth["timeline"][-1][1]
+    profiles = [p for _, p in ours(col, burn.pid) if not p.attributes]
+    check_contiguous(profiles, "exports")
+    assert {p.period for p in profiles} == {1_000_000_000 // 49}, {p.period for p in profiles}
+    # the snapshot's own export is the window, at its rate
+    snaps = [p for _, p in ours(col, burn.pid) if p.attributes]
+    assert [(p.attributes.get("pysight.trigger"), p.period) for p in snaps] == [
+        ("snapshot", 1_000_000_000 // 499)], [(p.attributes, p.period) for p in snaps]
+    exported = sum(total(p, lambda s: s.attributes.get("thread.id") == burn.tid)
+                   for p in profiles)
+    files = [Profile.load(os.path.join(out, n)) for n in os.listdir(out)]
+    in_files = sum(f.containing("Burner.run").total for f in files)
+    window = Profile.load(snap).containing("Burner.run").total
+    snap_cpu = burn.cpu_between(0, asked)
+    print("burner %.2f CPU s: exported %d, in files %d (49 Hz says %.0f); window %d "
+          "(499 Hz says %.0f)" % (cpu, exported, in_files, cpu * 49, window, snap_cpu * 499))
+    # 49 Hz over the whole run: a binomial thinning of ~500 Hz, a few
+    # standard deviations and a sample's worth at each end
+    want = cpu * 49
+    assert abs(exported - want) <= 4 * want ** 0.5 + 10, (exported, want)
+    assert abs(in_files - want) <= 4 * want ** 0.5 + 10, (in_files, want)
+    # the window, up to the snapshot (a slice cut then, give or take the
+    # request's round trip), at 499 Hz
+    assert abs(window - snap_cpu * 499) <= 0.05 * snap_cpu * 499 + 30, (window, snap_cpu)
+    heavy = pct(sum(total(p, lambda s: any(f[0] == "heavy" for f in s.frames)) for p in profiles),
+                exported)
+    assert abs(heavy - 75) <= 8, "heavy() is 3/4 of the burner's work: %.1f%% exported" % heavy
+
+
 def test_wall_mode_exports_off_cpu_causes(py, procs, staging, workdir, otel_collector):
     """--mode wall: the burner's time on CPU and asleep (it sleeps as long
     as it burns) in nanoseconds, the sleep under a cause frame and with

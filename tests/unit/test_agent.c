@@ -407,6 +407,44 @@ static void test_history_retire(void)
 	profile__free(p2);
 }
 
+/* --window-rate thinned back to -r: binomial counts, within four standard
+ * deviations; the rate scaled; a profile of time is not thinned. */
+static void test_thin(void)
+{
+	struct profile *p = profile__new(UNIT_SAMPLES), *q, *w = two_services();
+	const struct pthread *t = profile__thread(p, 10, 0, 10, "python3", "MainThread");
+	const struct pframe *f = profile__frame(p, "hot", "/srv/app.py", 3, 1, PFRAME_PYTHON);
+	const struct pframe *g = profile__frame(p, "cold", "/srv/app.py", 9, 8, PFRAME_PYTHON);
+	uint64_t seed = 42, hot = 0, cold = 0;
+	const struct pentry **arr;
+	size_t n, i;
+
+	profile__meta(p)->rate_hz = 500;
+	CHECK(!profile__add(p, profile__stack(p, &f, 1), t, NULL, KIND_CPU, 10000, 10000) &&
+	      !profile__add(p, profile__stack(p, &g, 1), t, NULL, KIND_CPU, 1000, 1000), "add");
+	q = profile__thin(p, 0.1, &seed);
+	CHECK(q && profile__meta(q)->rate_hz == 50, "rate scaled: %u",
+	      q ? profile__meta(q)->rate_hz : 0);
+	if (q && !profile__entries(q, &arr, &n)) {
+		for (i = 0; i < n; i++) {
+			CHECK(arr[i]->count == arr[i]->weight, "a sample weighs one");
+			if (!strcmp(arr[i]->stack->frames[0]->name, "hot"))
+				hot = arr[i]->count;
+			else
+				cold = arr[i]->count;
+		}
+		free(arr);
+	}
+	/* sd: sqrt(10000 * 0.1 * 0.9) = 30, sqrt(1000 * 0.1 * 0.9) = 9.5 */
+	CHECK(hot >= 880 && hot <= 1120 && cold >= 62 && cold <= 138,
+	      "thinned to 10%%: hot %llu, cold %llu", (unsigned long long)hot,
+	      (unsigned long long)cold);
+	profile__free(q);
+	CHECK(!profile__thin(w, 0.1, &seed), "time is not thinned");
+	profile__free(w);
+	profile__free(p);
+}
+
 static void test_service_names(void)
 {
 	static const struct { const char *args; size_t len; const char *want; } cases[] = {
@@ -480,6 +518,7 @@ int main(void)
 	test_spool_parents();
 	test_history();
 	test_history_retire();
+	test_thin();
 	test_service_names();
 	test_control();
 	test_urls();
