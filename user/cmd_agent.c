@@ -139,8 +139,8 @@ static const struct argp_option options[] = {
 	{ "output-dir", OPT_OUTPUT_DIR, "DIR", 0, "Write rolling profiles here (pprof, or -f)", 0 },
 	{ "format", 'f', "FORMAT", 0, "Format of --output-dir's files and of snapshots: folded, speedscope, pprof or svg (default pprof)", 0 },
 	{ "rotate", OPT_ROTATE, "DURATION", 0, "A new file this often (default 60s)", 0 },
-	{ "retain", OPT_RETAIN, "DURATION", 0, "Delete files older than this (default 24h)", 0 },
-	{ "retain-size", OPT_RETAIN_SIZE, "MIB", 0, "Delete the oldest files beyond this total", 0 },
+	{ "retain", OPT_RETAIN, "DURATION", 0, "Delete files and snapshots older than this (default 24h)", 0 },
+	{ "retain-size", OPT_RETAIN_SIZE, "MIB", 0, "Delete the oldest files (and, apart, snapshots) beyond this total", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Keep this much of the recent past for snapshots (default 60)", 0 },
 	{ "window-rate", OPT_WINDOW_RATE, "HZ", 0, "Sample at HZ for the window (what snapshots hold); exports and files are thinned back to -r", 0 },
 	{ "socket", OPT_SOCKET, "PATH", 0, "The control socket (default " CONTROL_DEFAULT_PATH ")", 0 },
@@ -468,32 +468,35 @@ static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
 			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
 }
 
-/* Files of ours in dir, oldest first, past the age or the total size. */
-static void prune(struct agent *a)
+/* Files of ours (named prefix...) in dir, oldest first, past the age or
+ * the total size; never the newest, which was just written. */
+static void prune(struct agent *a, const char *dir, const char *prefix)
 {
 	struct dirent **names;
+	bool newest = true;
 	uint64_t total = 0;
 	struct stat st;
 	time_t now = time(NULL);
 	char path[PATH_MAX];
 	int n, i;
 
-	n = scandir(a->o.output_dir, &names, NULL, alphasort);
+	n = scandir(dir, &names, NULL, alphasort);
 	if (n < 0)
 		return;
 	/* newest first, so the total counts what is kept */
 	for (i = n; i-- > 0;) {
 		const char *nm = names[i]->d_name;
 
-		snprintf(path, sizeof(path), "%s/%s", a->o.output_dir, nm);
-		if (!strncmp(nm, "pysight-", 8) &&
+		snprintf(path, sizeof(path), "%s/%s", dir, nm);
+		if (!strncmp(nm, prefix, strlen(prefix)) &&
 		    !lstat(path, &st) && S_ISREG(st.st_mode)) {
 			total += (uint64_t)st.st_size;
-			if (now - st.st_mtime > a->o.retain_s ||
-			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
+			if (!newest && (now - st.st_mtime > a->o.retain_s ||
+			    (a->o.retain_bytes && total > a->o.retain_bytes))) {
 				if (!unlink(path))
 					a->pruned++;
 			}
+			newest = false;
 		}
 		free(names[i]);
 	}
@@ -518,7 +521,7 @@ static void rotate(struct agent *a, uint64_t now)
 		a->rotated++;
 	profile__free(q);
 	a->rotate_ns = now;
-	prune(a);
+	prune(a, a->o.output_dir, "pysight-");
 }
 
 /* The last --window up to now, filtered, as a profile of its own; the
@@ -581,6 +584,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	} else {
 		a->snapshots++;
 		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
+		prune(a, a->o.snapshot_dir, "snapshot-");
 	}
 	profile__free(q);
 }

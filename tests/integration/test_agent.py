@@ -1042,6 +1042,43 @@ def test_local_files_bounded_by_size(py, procs, staging, workdir):
     assert run.returncode == 0 and "f0" in run.stdout, run.stdout + run.stderr
 
 
+def test_snapshots_are_pruned(py, procs, staging, workdir):
+    """Snapshots written into --snapshot-dir (SIGUSR1 here) are pruned as
+    the rolling files are: by --retain-size, oldest first, never the one
+    just written; and by --retain, when the next one is written."""
+    work = start_many_stacks(procs, staging, py, 3000, 30, 60)
+    agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "out"),
+                                   "--rotate", "1h", "--retain", "4s", "--retain-size", 3,
+                                   "-f", "folded", "-r", 199, "-p", work.pid]).wait_sampling()
+    time.sleep(2)
+    made, sizes = [], []
+    for i in range(5):
+        start = len(agent.lines)
+        agent.proc.send_signal(signal.SIGUSR1)
+        made.append(agent.wait_line(r"snapshot \(signal\) written to (\S+)", start=start).group(1))
+        left = sorted(os.listdir(agent.snapshot_dir))
+        sizes.append({n: os.path.getsize(os.path.join(agent.snapshot_dir, n)) for n in left})
+        assert os.path.basename(made[-1]) == left[-1], (made[-1], left)
+        time.sleep(0.7)
+    print("snapshot sizes:", [sorted(s.values()) for s in sizes])
+    assert max(os.path.getsize(m) for m in made if os.path.exists(m)) > 300_000, sizes
+    # by size: what is left stays under 3 MiB (unless the newest alone is
+    # more), several at a time, and some went
+    for look in sizes:
+        assert sum(look.values()) <= 3 << 20 or len(look) == 1, look
+    assert max(len(look) for look in sizes) >= 2, sizes
+    assert any(not os.path.exists(m) for m in made), sizes
+    # by age (whole seconds of mtime): past 4 s, the next snapshot takes
+    # the older ones with it
+    time.sleep(5.5)
+    start = len(agent.lines)
+    agent.proc.send_signal(signal.SIGUSR1)
+    last = agent.wait_line(r"snapshot \(signal\) written to (\S+)", start=start).group(1)
+    assert sorted(os.listdir(agent.snapshot_dir)) == [os.path.basename(last)], \
+        os.listdir(agent.snapshot_dir)
+    assert agent.stop() == 0, agent.stderr
+
+
 # --------------------------------------------------------------------------
 # 7, 8. Snapshots
 
