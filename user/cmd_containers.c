@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "commands.h"
 #include "container.h"
+#include "hashfree.h"
 #include "process.h"
 #include "usage.h"
 
@@ -122,7 +123,7 @@ int cmd_containers(int argc, char **argv)
 				   "record --container or --cgroup.",
 				   NULL, NULL, NULL };
 	struct interp_cache *cache;
-	struct group *groups = NULL, *g, *tmp;
+	struct group *groups = NULL;
 	char mnt[PATH_MAX], path[PATH_MAX], err[256];
 	struct pyproc_info info;
 	struct dirent *d;
@@ -168,9 +169,6 @@ int cmd_containers(int argc, char **argv)
 		       " (run as root to see other users' processes)" : "");
 	else
 		print(&groups);
-	HASH_ITER(hh, groups, g, tmp) {
-		HASH_DEL(groups, g);
-		free(g);
-	}
+	HASH_FREE_ALL(groups);
 	return 0;
 }

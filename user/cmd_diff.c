@@ -18,6 +18,7 @@
 
 #include "collapse.h"
 #include "commands.h"
+#include "hashfree.h"
 #include "reader.h"
 #include "tally.h"
 #include "usage.h"
@@ -346,13 +347,9 @@ static int load(struct diff_opts *o, struct diff *d, int side)
 
 static void diff_free(struct diff *d)
 {
-	struct drow *r, *tmp;
 	int i;
 
-	HASH_ITER(hh, d->rows, r, tmp) {
-		HASH_DEL(d->rows, r);
-		free(r);
-	}
+	HASH_FREE_ALL(d->rows);
 	free(d->sorted);
 	for (i = 0; i < 2; i++) {
 		tally__free(&d->t[i]);

@@ -15,6 +15,7 @@
 #include "collector.h"
 #include "container.h"
 #include "filename.h"
+#include "hashfree.h"
 #include "ksyms.h"
 #include "linetable.h"
 #include "registry.h"
@@ -160,18 +161,9 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 
 static void cproc_free(struct cproc *cp)
 {
-	struct provisional *s, *st;
-	struct thread_ref *t, *tt;
-
 	free(cp->refs.slots);
-	HASH_ITER(hh, cp->provisional, s, st) {
-		HASH_DEL(cp->provisional, s);
-		free(s);
-	}
-	HASH_ITER(hh, cp->threads, t, tt) {
-		HASH_DEL(cp->threads, t);
-		free(t);
-	}
+	HASH_FREE_ALL(cp->provisional);
+	HASH_FREE_ALL(cp->threads);
 	free(cp);
 }
 
@@ -179,24 +171,12 @@ static void cproc_free(struct cproc *cp)
  * again when next sampled. */
 static void forget_found(struct collector *c)
 {
-	struct with_kernel *k, *kt;
-	struct cgroup_seen *g, *gt;
-	struct thread_ref *t, *tt;
 	struct cproc *cp, *cpt;
 
 	HASH_ITER(hh, c->procs, cp, cpt)
-		HASH_ITER(hh, cp->threads, t, tt) {
-			HASH_DEL(cp->threads, t);
-			free(t);
-		}
-	HASH_ITER(hh, c->kstacks, k, kt) {
-		HASH_DEL(c->kstacks, k);
-		free(k);
-	}
-	HASH_ITER(hh, c->cgroups, g, gt) {
-		HASH_DEL(c->cgroups, g);
-		free(g);
-	}
+		HASH_FREE_ALL(cp->threads);
+	HASH_FREE_ALL(c->kstacks);
+	HASH_FREE_ALL(c->cgroups);
 }
 
 void collector__free(struct collector *c)

@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "arena.h"
+#include "hashfree.h"
 #include "htab.h"
 #include "profile.h"
 
@@ -101,29 +102,18 @@ struct profile *profile__new(enum profile_unit unit)
 	return p;
 }
 
-#define FREE_ALL(head, e, tmp)                  \
-	HASH_ITER(hh, head, e, tmp) {           \
-		HASH_DEL(head, e);              \
-		free(e);                        \
-	}
-
 void profile__free(struct profile *p)
 {
-	struct str_entry *s, *st;
-	struct frame_entry *f, *ft;
-	struct thread_entry *t, *tt;
-	struct cgroup_entry *c, *ct;
-
 	if (!p)
 		return;
 	htab__free(&p->entries);
 	htab__free(&p->stacks);
 	arena__free(&p->entry_mem);
 	arena__free(&p->stack_mem);
-	FREE_ALL(p->frames, f, ft);
-	FREE_ALL(p->threads, t, tt);
-	FREE_ALL(p->cgroups, c, ct);
-	FREE_ALL(p->strs, s, st);
+	HASH_FREE_ALL(p->frames);
+	HASH_FREE_ALL(p->threads);
+	HASH_FREE_ALL(p->cgroups);
+	HASH_FREE_ALL(p->strs);
 	free(p);
 }
 
@@ -400,7 +390,7 @@ static unsigned int count_distinct(const struct profile *p,
 	struct seen {
 		long k;
 		UT_hash_handle hh;
-	} *set = NULL, *s, *tmp;
+	} *set = NULL, *s;
 	unsigned int n = 0;
 	size_t i;
 
@@ -421,7 +411,7 @@ static unsigned int count_distinct(const struct profile *p,
 		HASH_ADD(hh, set, k, sizeof(k), s);
 		n++;
 	}
-	FREE_ALL(set, s, tmp);
+	HASH_FREE_ALL(set);
 	return n;
 }
 

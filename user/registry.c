@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #include "clock.h"
+#include "hashfree.h"
 #include "process.h"
 #include "registry.h"
 
@@ -56,14 +57,9 @@ struct registry *registry__new(struct sampler *s, bool verbose,
 
 void registry__free(struct registry *r)
 {
-	struct entry *e, *tmp;
-
 	if (!r)
 		return;
-	HASH_ITER(hh, r->map, e, tmp) {
-		HASH_DEL(r->map, e);
-		free(e);
-	}
+	HASH_FREE_ALL(r->map);
 	interp_cache__free(r->interps);
 	free(r);
 }

@@ -17,6 +17,7 @@
 #include <uthash.h>
 #include <zlib.h>
 
+#include "hashfree.h"
 #include "pprof.h"
 #include "writer.h"
 
@@ -422,18 +423,10 @@ static int build(struct pprof_out *o, struct profile *p)
 
 static void pprof_free(struct pprof_out *o)
 {
-	struct str_idx *s, *ts;
-	struct func_idx *f, *tf;
 	size_t i;
 
-	HASH_ITER(hh, o->strs, s, ts) {
-		HASH_DEL(o->strs, s);
-		free(s);
-	}
-	HASH_ITER(hh, o->funcs, f, tf) {
-		HASH_DEL(o->funcs, f);
-		free(f);
-	}
+	HASH_FREE_ALL(o->strs);
+	HASH_FREE_ALL(o->funcs);
 	for (i = 0; i < o->pb.n_sample; i++)
 		free(o->pb.sample[i]);
 	for (i = 0; i < o->pb.n_location; i++)

@@ -31,6 +31,7 @@
 
 #include "filename.h"
 #include "flatten.h"
+#include "hashfree.h"
 #include "writer.h"
 
 #define SVG_WIDTH	1200
@@ -338,12 +339,7 @@ static int text_id(struct svg *s, const char *text, unsigned int *id)
 
 static void free_ids(struct svg *s)
 {
-	struct text_id *t, *tmp;
-
-	HASH_ITER(hh, s->ids, t, tmp) {
-		HASH_DEL(s->ids, t);
-		free(t);
-	}
+	HASH_FREE_ALL(s->ids);
 }
 
 /* How a path's share of the whole changed since the baseline, in points. */
