@@ -469,17 +469,21 @@ static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
 }
 
 /* Files of ours (named prefix...) in dir, oldest first, past the age or
- * the total size; never the newest, which was just written. */
-static void prune(struct agent *a, const char *dir, const char *prefix)
+ * the total size; never the one just written (kept, a name in dir), which
+ * counts first. */
+static void prune(struct agent *a, const char *dir, const char *prefix,
+		  const char *kept)
 {
 	struct dirent **names;
-	bool newest = true;
 	uint64_t total = 0;
 	struct stat st;
 	time_t now = time(NULL);
 	char path[PATH_MAX];
 	int n, i;
 
+	snprintf(path, sizeof(path), "%s/%s", dir, kept);
+	if (kept[0] && !lstat(path, &st))
+		total = (uint64_t)st.st_size;
 	n = scandir(dir, &names, NULL, alphasort);
 	if (n < 0)
 		return;
@@ -488,15 +492,14 @@ static void prune(struct agent *a, const char *dir, const char *prefix)
 		const char *nm = names[i]->d_name;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, nm);
-		if (!strncmp(nm, prefix, strlen(prefix)) &&
+		if (!strncmp(nm, prefix, strlen(prefix)) && strcmp(nm, kept) &&
 		    !lstat(path, &st) && S_ISREG(st.st_mode)) {
 			total += (uint64_t)st.st_size;
-			if (!newest && (now - st.st_mtime > a->o.retain_s ||
-			    (a->o.retain_bytes && total > a->o.retain_bytes))) {
+			if (now - st.st_mtime > a->o.retain_s ||
+			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
 				if (!unlink(path))
 					a->pruned++;
 			}
-			newest = false;
 		}
 		free(names[i]);
 	}
@@ -521,7 +524,7 @@ static void rotate(struct agent *a, uint64_t now)
 		a->rotated++;
 	profile__free(q);
 	a->rotate_ns = now;
-	prune(a, a->o.output_dir, "pysight-");
+	prune(a, a->o.output_dir, "pysight-", err ? "" : strrchr(path, '/') + 1);
 }
 
 /* The last --window up to now, filtered, as a profile of its own; the
@@ -584,7 +587,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	} else {
 		a->snapshots++;
 		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
-		prune(a, a->o.snapshot_dir, "snapshot-");
+		prune(a, a->o.snapshot_dir, "snapshot-", strrchr(path, '/') + 1);
 	}
 	profile__free(q);
 }
@@ -683,6 +686,7 @@ static void health(struct agent *a, bool say)
 		 "# TYPE pysight_export_bytes_total counter\npysight_export_bytes_total %" PRIu64 "\n"
 		 "# TYPE pysight_export_retries_total counter\npysight_export_retries_total %" PRIu64 "\n"
 		 "# TYPE pysight_exports_refused_total counter\npysight_exports_refused_total %" PRIu64 "\n"
+		 "# TYPE pysight_profiles_rejected_total counter\npysight_profiles_rejected_total %" PRIu64 "\n"
 		 "# TYPE pysight_queue_depth gauge\npysight_queue_depth %" PRIu64 "\n"
 		 "# TYPE pysight_queue_bytes gauge\npysight_queue_bytes %" PRIu64 "\n"
 		 "# TYPE pysight_queue_dropped_total counter\npysight_queue_dropped_total %" PRIu64 "\n"
@@ -693,7 +697,8 @@ static void health(struct agent *a, bool say)
 		 "# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
 		 st.counters[CNT_SAMPLES], errs,
 		 st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.npython,
-		 es.sent, es.bytes_sent, es.retries, es.rejected, ss.depth,
+		 es.sent, es.bytes_sent, es.retries, es.rejected,
+		 es.profiles_rejected, ss.depth,
 		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
 		 st.rss_kib * 1024, st.interned);
 	metrics__set(a->m, text);
@@ -772,14 +777,14 @@ static void maybe_rebase(struct agent *a, uint64_t now)
 	unsigned int n = profile__ninterned(collector__profile(a->s.col));
 	struct profile *old;
 
-	if (now - a->rebase_ns < a->rebase_every_ns ||
+	if (now < a->rebase_ns || now - a->rebase_ns < a->rebase_every_ns ||
 	    n < 2 * a->interned_base + a->rebase_floor ||
 	    history__nretired(a->h) == HISTORY_MAX_RETIRED)
 		return;
 	old = collector__rebase(a->s.col);
 	if (!old)
 		return;		/* out of memory: nothing changed, try later */
-	history__retire(a->h, old, now);
+	history__retire(a->h, old);
 	a->rebase_ns = now;
 	a->rebases++;
 	a->interned_base = profile__ninterned(collector__profile(a->s.col));

@@ -7,6 +7,7 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -36,6 +37,7 @@ struct exporter {
 	double drain_until;		/* monotonic; while stopping */
 	double backoff;			/* the next wait after a failure */
 	bool said_refused;		/* a permanent error is logged once */
+	bool said_partial;		/* and so is a partial success */
 	struct exporter_stats st;
 };
 
@@ -130,6 +132,39 @@ static void server_message(const struct body *b, const char *ctype,
 		snprintf(out, len, "(no message)");
 }
 
+/*
+ * A 2xx whose body says some profiles were rejected (OTLP's partial
+ * success): not to be sent again, so counted, and the server's reason
+ * logged once.  A message with nothing rejected is a warning, logged
+ * once too.
+ */
+static void partial_success(struct exporter *e, const struct body *b,
+			    const char *ctype)
+{
+	int64_t rejected;
+	char msg[512];
+
+	if (!b->len || !ctype || !strstr(ctype, "protobuf") ||
+	    otlp__partial_success(b->buf, b->len, &rejected, msg, sizeof(msg)) ||
+	    (rejected <= 0 && !msg[0]))
+		return;
+	if (rejected > 0) {
+		pthread_mutex_lock(&e->lock);
+		e->st.profiles_rejected += (uint64_t)rejected;
+		pthread_mutex_unlock(&e->lock);
+	}
+	if (rejected <= 0 && (!e->said_partial || e->o.verbose))
+		fprintf(stderr, "pysight: %s took an export with a warning: %s%s\n",
+			e->o.url, msg, e->said_partial ? "" :
+			" (further warnings and partial rejections are not logged)");
+	else if (!e->said_partial || e->o.verbose)
+		fprintf(stderr, "pysight: %s took an export but rejected %" PRId64
+			" of its profiles: %s%s\n", e->o.url, rejected,
+			msg[0] ? msg : "(no message)", e->said_partial ? "" :
+			" (further partial rejections are counted, not logged)");
+	e->said_partial = true;
+}
+
 enum outcome { SENT, RETRY, REFUSED };
 
 /* One POST of one export. */
@@ -165,8 +200,10 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 	e->st.connected = true;
 	e->st.last_status = (int)status;
 	pthread_mutex_unlock(&e->lock);
-	if (status >= 200 && status < 300)
+	if (status >= 200 && status < 300) {
+		partial_success(e, &b, ctype);
 		return SENT;
+	}
 	server_message(&b, ctype, msg, sizeof(msg));
 	/* OTLP: 429, 502, 503 and 504 are worth retrying; a 500 may be */
 	if (status == 429 || status >= 500) {

@@ -33,6 +33,7 @@ struct exporter_stats {
 	uint64_t bytes_sent;
 	uint64_t retries;		/* transient failures */
 	uint64_t rejected;		/* refused for good */
+	uint64_t profiles_rejected;	/* in exports taken: partial success */
 	int last_status;		/* HTTP status, 0: no answer */
 	bool connected;			/* the last attempt got an answer */
 };

@@ -52,6 +52,8 @@ int fdio__mkdirs(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX], *p;
 
+	if (!path[0])
+		return -ENOENT;
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
 	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {

@@ -7,6 +7,7 @@
 #include "history.h"
 
 struct slice {
+	const struct profile *src;	/* what its entries point into */
 	uint64_t start_ns, end_ns;
 	struct pentry *e;		/* copies */
 	size_t n;
@@ -16,7 +17,6 @@ struct slice {
  * last slice that points into it has gone. */
 struct retired {
 	struct profile *p;
-	uint64_t until_ns;		/* the end of the last such slice */
 };
 
 struct history {
@@ -50,13 +50,24 @@ void history__free(struct history *h)
 	free(h);
 }
 
-/* Free the retired profiles no slice points into any more. */
+static bool in_use(const struct history *h, const struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->s[i].src == p)
+			return true;
+	return false;
+}
+
+/* Free the retired profiles no slice points into any more (by pointer,
+ * not by time: the wall clock may step back). */
 static void free_retired(struct history *h)
 {
 	int i, k = 0;
 
 	for (i = 0; i < h->nold; i++) {
-		if (!h->n || h->s[0].end_ns > h->old[i].until_ns)
+		if (!in_use(h, h->old[i].p))
 			profile__free(h->old[i].p);
 		else
 			h->old[k++] = h->old[i];
@@ -64,11 +75,11 @@ static void free_retired(struct history *h)
 	h->nold = k;
 }
 
-bool history__retire(struct history *h, struct profile *p, uint64_t until_ns)
+bool history__retire(struct history *h, struct profile *p)
 {
 	if (h->nold == HISTORY_MAX_RETIRED)
 		return false;
-	h->old[h->nold++] = (struct retired){ p, until_ns };
+	h->old[h->nold++] = (struct retired){ p };
 	free_retired(h);
 	return true;
 }
@@ -96,7 +107,7 @@ int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
 		 uint64_t end_ns)
 {
 	const struct pentry **arr;
-	struct slice sl = { start_ns, end_ns, NULL, 0 };
+	struct slice sl = { p, start_ns, end_ns, NULL, 0 };
 	size_t n, i;
 	int err;
 

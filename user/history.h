@@ -41,11 +41,11 @@ int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 /* Profiles retired and not yet freed, at most. */
 #define HISTORY_MAX_RETIRED	4
 
-/* Take p, a profile the slices cut until until_ns point into and no later
- * one will (the collector's, replaced by collector__rebase), and free it
- * once the last of those slices has gone; false, p not taken, when
+/* Take p, a profile slices were cut from and no later one will be (the
+ * collector's, replaced by collector__rebase), and free it once the last
+ * slice cut from it has gone; false, p not taken, when
  * HISTORY_MAX_RETIRED wait already. */
-bool history__retire(struct history *h, struct profile *p, uint64_t until_ns);
+bool history__retire(struct history *h, struct profile *p);
 int history__nretired(const struct history *h);
 /* Entries kept, and their bytes, for -v and the metrics. */
 void history__size(struct history *h, size_t *entries, size_t *bytes);

@@ -686,11 +686,18 @@ int otlp__encode(struct profile *p, const struct otlp_opts *o, void **buf,
 	return err;
 }
 
+/* One line, printable. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = ' ';
+}
+
 int otlp__status_message(const void *buf, size_t len, char *out,
 			 size_t outlen)
 {
 	Google__Rpc__Status *st;
-	size_t i;
 
 	st = google__rpc__status__unpack(NULL, len, buf);
 	if (!st)
@@ -700,10 +707,30 @@ int otlp__status_message(const void *buf, size_t len, char *out,
 		return -EINVAL;
 	}
 	snprintf(out, outlen, "%s", st->message);
-	/* one line, printable */
-	for (i = 0; out[i]; i++)
-		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
-			out[i] = ' ';
+	printable(out);
 	google__rpc__status__free_unpacked(st, NULL);
+	return 0;
+}
+
+int otlp__partial_success(const void *buf, size_t len, int64_t *rejected,
+			  char *msg, size_t msglen)
+{
+	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *r;
+	const Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess *ps;
+
+	*rejected = 0;
+	msg[0] = 0;
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__unpack(
+		NULL, len, buf);
+	if (!r)
+		return -EINVAL;
+	ps = r->partial_success;
+	if (ps) {
+		*rejected = ps->rejected_profiles;
+		snprintf(msg, msglen, "%s", ps->error_message ? ps->error_message : "");
+		printable(msg);
+	}
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(
+		r, NULL);
 	return 0;
 }

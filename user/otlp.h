@@ -54,4 +54,10 @@ int otlp__encode(struct profile *p, const struct otlp_opts *o, void **buf,
 int otlp__status_message(const void *buf, size_t len, char *out,
 			 size_t outlen);
 
+/* What a 2xx answer (an ExportProfilesServiceResponse) says was not
+ * taken: *rejected profiles, 0 when all were, and the server's message,
+ * "" when none; 0, or -EINVAL when buf is not such an answer. */
+int otlp__partial_success(const void *buf, size_t len, int64_t *rejected,
+			  char *msg, size_t msglen);
+
 #endif /* __PYSIGHT_OTLP_H */

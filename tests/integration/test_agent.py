@@ -837,6 +837,39 @@ def test_refusal_is_logged_once(py, procs, staging, workdir, fake_endpoint):
     assert spooled(agent) == []
 
 
+def test_partial_success_is_counted_and_logged_once(py, procs, staging, workdir,
+                                                    fake_endpoint):
+    """A 200 whose ExportProfilesServiceResponse says a profile was
+    rejected: the export is not sent again, the server's reason is logged
+    once, and the rejected profiles are counted in the metrics."""
+    reason = "profile 0 has a string index out of range"
+    partial = ps.ExportProfilesServiceResponse()
+    partial.partial_success.rejected_profiles = 1
+    partial.partial_success.error_message = reason
+    server = fake_endpoint(lambda n: (200, PB, partial.SerializeToString()) if n < 3 else OK)
+    burn = Burn(procs, staging, py, duty=0.3)
+    mport = free_port()
+    agent = Agent(procs, workdir, ["--otlp", server.endpoint, "--export-interval", 1, "-r", 97,
+                                   "-p", burn.pid, "--metrics-addr",
+                                   "127.0.0.1:%d" % mport]).wait_sampling()
+    burn.go()
+    wait_for(lambda: len(server.posts) >= 5, 15, "five exports")
+    time.sleep(1.2)     # the metrics are refreshed each second
+    m = metrics(mport)
+    burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    said = [l for l in agent.stderr.splitlines() if "rejected" in l]
+    assert said == ["pysight: %s%s took an export but rejected 1 of its profiles: %s (further "
+                    "partial rejections are counted, not logged)" % (
+                        server.endpoint, PROFILES_PATH, reason)], agent.stderr
+    assert m["pysight_profiles_rejected_total"] == 3, m
+    assert m["pysight_exports_refused_total"] == 0, m
+    bodies = [b for _, _, _, b in server.posts]
+    assert len(set(bodies)) == len(bodies), "an export taken in part was sent again"
+    final = agent.stopped()
+    assert final["sent"] == len(server.posts) and final["left"] == 0, (final, len(server.posts))
+
+
 def test_retry_after_is_honoured(py, procs, staging, workdir, fake_endpoint):
     """503 with Retry-After: 3, twice: the same export is sent again after
     3 s each time (not after the 1 s and 2 s of the backoff), then

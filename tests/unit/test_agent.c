@@ -16,6 +16,7 @@
 #include "check.h"
 #include "control.h"
 #include "exporter.h"
+#include "fdio.h"
 #include "history.h"
 #include "otlp.h"
 #include "service.h"
@@ -222,6 +223,21 @@ static void test_status(void)
 	CHECK(otlp__status_message("\xff\xff\xff", 3, msg, sizeof(msg)), "garbage");
 }
 
+static void test_partial_success(void)
+{
+	/* ExportProfilesServiceResponse{partial_success{rejected_profiles: 2,
+	 * error_message: "dup\n"}} */
+	static const unsigned char r[] = { 0x0a, 0x08, 0x08, 0x02, 0x12, 0x04, 'd', 'u', 'p', '\n' };
+	int64_t rejected = -1;
+	char msg[64];
+
+	CHECK(!otlp__partial_success(r, sizeof(r), &rejected, msg, sizeof(msg)) &&
+	      rejected == 2 && !strcmp(msg, "dup "), "partial: %lld '%s'", (long long)rejected, msg);
+	CHECK(!otlp__partial_success("", 0, &rejected, msg, sizeof(msg)) && rejected == 0 &&
+	      !msg[0], "an empty answer takes everything");
+	CHECK(otlp__partial_success("\xff\xff\xff", 3, &rejected, msg, sizeof(msg)), "garbage");
+}
+
 static int spool_files(const char *dir)
 {
 	char cmd[256];
@@ -338,6 +354,7 @@ static void test_spool_parents(void)
 	snprintf(dir, sizeof(dir), "%s/var/lib", tmpdir);
 	CHECK(!stat(dir, &st) && (st.st_mode & 07777) == 0755, "a parent is 0755: %o",
 	      st.st_mode & 07777);
+	CHECK(fdio__mkdirs("", 0700) == -ENOENT, "an empty path is no directory");
 }
 
 static void test_history(void)
@@ -388,7 +405,7 @@ static void test_history_retire(void)
 	int i;
 
 	CHECK(!history__cut(h, p, 0, 1 * S), "cut into p");
-	CHECK(history__retire(h, p, 1 * S), "retire p");
+	CHECK(history__retire(h, p), "retire p");
 	CHECK(history__nretired(h) == 1, "p is kept: a slice points into it");
 	CHECK(!profile__add(p2, profile__stack(p2, NULL, 0), NULL, NULL, KIND_CPU, 1, 5),
 	      "add to p2");
@@ -401,8 +418,19 @@ static void test_history_retire(void)
 	CHECK(!history__cut(h, p2, 11 * S, 12 * S) && history__nretired(h) == 0,
 	      "p goes with its last slice: %d retired", history__nretired(h));
 	for (i = 0; i < HISTORY_MAX_RETIRED; i++)
-		CHECK(history__retire(h, profile__new(UNIT_NANOSECONDS), 12 * S), "retire %d", i);
-	CHECK(!history__retire(h, p2, 12 * S), "no room past HISTORY_MAX_RETIRED");
+		CHECK(history__retire(h, profile__new(UNIT_NANOSECONDS)), "retire %d", i);
+	CHECK(history__nretired(h) == 0, "profiles no slice came from go at once");
+	/* the wall clock steps back after a rebase: the slice cut before it
+	 * ends later than those cut after, and its profile must stay */
+	p = two_services();
+	CHECK(!history__cut(h, p, 20 * S, 21 * S) && history__retire(h, p), "cut, retire");
+	CHECK(!history__cut(h, p2, 5 * S, 6 * S) && history__nretired(h) == 1,
+	      "a step back frees nothing a slice points into");
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 21 * S, NULL, q, &first, &last) &&
+	      profile__total(q) == 10000, "still read whole: %llu",
+	      (unsigned long long)profile__total(q));
+	profile__free(q);
 	history__free(h);	/* frees the retired */
 	profile__free(p2);
 }
@@ -513,6 +541,7 @@ int main(void)
 		return 1;
 	test_otlp();
 	test_status();
+	test_partial_success();
 	test_spool();
 	test_spool_sent_while_dropped();
 	test_spool_parents();
