@@ -225,6 +225,10 @@ static void summary(struct record *r, double secs)
 		" (ring buffer full), %" PRIu64 " unknown frames\n",
 		total ? 100.0 * errs / total : 0.0,
 		st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.unknown_frames);
+	if (st.least_keep < 1.0)
+		fprintf(stderr, "pysight:   the ring buffer could not keep up: sampled "
+			"at as little as %.0f%% of the rate, for %.1f s (shares stay "
+			"fair; counts are lower)\n", 100 * st.least_keep, st.slow_s);
 	if (r->s.o.verbose)
 		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
 			", code cache hits %" PRIu64 ", code objects freed %" PRIu64

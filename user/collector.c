@@ -223,6 +223,7 @@ int collector__poll(struct collector *c, int max_ms)
 
 	registry__tick(c->reg);
 	sampler__jitter(c->sampler);
+	sampler__adapt(c->sampler);
 	return ret < 0 ? ret : 0;
 }
 
@@ -317,6 +318,24 @@ static struct cproc *cproc_get(struct collector *c, pid_t pid)
 	return cp;
 }
 
+/* The process's stacks BPF was told it need not send again. */
+static void forget_stacks(struct collector *c, const struct cproc *cp)
+{
+	__u64 *hashes;
+	size_t i, n = 0;
+
+	if (!c->sampler || !cp->refs.n)
+		return;
+	hashes = malloc(cp->refs.n * sizeof(*hashes));
+	if (!hashes)
+		return;		/* the map is an LRU: they age out */
+	for (i = 0; i < cp->refs.cap; i++)
+		if (cp->refs.slots[i].stack)
+			hashes[n++] = cp->refs.slots[i].hash;
+	sampler__forget_stacks(c->sampler, hashes, n);
+	free(hashes);
+}
+
 /* A process exited or exec'ed: what we named for it is stale. */
 static void forget_process(struct collector *c, pid_t pid)
 {
@@ -327,6 +346,7 @@ static void forget_process(struct collector *c, pid_t pid)
 	if (!cp)
 		return;
 	HASH_DEL(c->procs, cp);
+	forget_stacks(c, cp);
 	cproc_free(cp);
 }
 
@@ -702,6 +722,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->symbols = symcache__size(c->syms);
 	st->stacks = profile__nstacks(c->prof);
 	st->interned = profile__ninterned(c->prof);
+	sampler__slowed(c->sampler, &st->least_keep, &st->slow_s);
 	st->rss_kib = rss_kib();
 }
 

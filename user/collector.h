@@ -42,6 +42,7 @@ struct collector_stats {
 	struct sampler_sizes maps;
 	unsigned int registry, procs, symbols, stacks;
 	unsigned int interned;		/* what the profile interns: profile__ninterned */
+	double least_keep, slow_s;	/* overload: sampler__slowed */
 	unsigned long rss_kib;
 };
 

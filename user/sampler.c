@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,13 @@ struct sampler {
 	bool verbose;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 	bool off_cpu;		/* the scheduler hooks are loaded */
+	/* overload (sampler__adapt): the share of the rate sampled, and
+	 * what the counters said at the last look */
+	bool cpu_mode;		/* only there is the rate what fills the ring */
+	double keep, least_keep;
+	__u64 next_adapt_ns, slow_since_ns, slow_ns;
+	uint64_t seen_samples, seen_drops;
+	int calm;
 };
 
 static bool verbose_print;
@@ -151,6 +159,9 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->fn = fn;
 	s->ctx = ctx;
 	s->seed = (unsigned int)(getpid() ^ time(NULL));
+	s->keep = s->least_keep = 1.0;
+	s->verbose = opts->verbose;
+	s->cpu_mode = opts->mode == 0;
 	/*
 	 * Re-arm every 16 periods on average, 100 ms at least: each re-arm
 	 * is an IPI to the CPU (bench: a fifth of pysight's own CPU at 8
@@ -239,8 +250,8 @@ static double uniform(struct sampler *s, double lo, double hi)
 static __u64 random_period(struct sampler *s)
 {
 	if (s->fixed_period)
-		return (__u64)(1e9 / s->rate_hz);
-	return (__u64)(1e9 / (s->rate_hz * uniform(s, 0.5, 1.5)));
+		return (__u64)(1e9 / (s->rate_hz * s->keep));
+	return (__u64)(1e9 / (s->rate_hz * s->keep * uniform(s, 0.5, 1.5)));
 }
 
 static __u64 next_window(struct sampler *s, __u64 now)
@@ -336,6 +347,84 @@ void sampler__jitter(struct sampler *s)
 	}
 }
 
+/* Every CPU's timer at a new period now (the rate or keep changed). */
+static void rearm_all(struct sampler *s, __u64 now)
+{
+	__u64 period;
+	int cpu;
+
+	for (cpu = 0; cpu < s->ncpus; cpu++) {
+		struct cpu_timer *t = &s->cpus[cpu];
+
+		if (!t->link || t->next_jitter_ns == UINT64_MAX)
+			continue;
+		period = random_period(s);
+		if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period))
+			continue;
+		if (!s->fixed_period)
+			t->next_jitter_ns = next_window(s, now);
+	}
+}
+
+/*
+ * Overload.  When user space cannot drain the ring buffer as fast as
+ * the samples come, the ones lost are not a fair share: they are lost in
+ * bursts between drains, so what is kept is what ran just after each
+ * poll, and periodic work aliases with the poll.  So, in cpu mode (in
+ * wall and off modes, off-CPU events fill the ring too, and the rate
+ * cannot make them fewer), every 200 ms: if
+ * more than 0.5% of the samples were lost, sample at a lower rate (the
+ * share that got through, less a margin, down to 2% of -r); after a
+ * second without loss, climb back by a quarter at a time.  A lower rate
+ * loses samples evenly in time.
+ */
+void sampler__adapt(struct sampler *s)
+{
+	__u64 now = clock__now_ns();
+	uint64_t c[CNT__MAX], samples, drops;
+	double keep;
+
+	if (!s || !s->cpu_mode || now < s->next_adapt_ns)
+		return;
+	s->next_adapt_ns = now + 200000000ULL;
+	sampler__counters(s, c);
+	samples = c[CNT_SAMPLES] - s->seen_samples;
+	drops = c[CNT_RB_DROPS] - s->seen_drops;
+	s->seen_samples = c[CNT_SAMPLES];
+	s->seen_drops = c[CNT_RB_DROPS];
+	keep = s->keep;
+	if (samples && drops * 200 > samples) {
+		keep *= fmax(0.5, 1.0 - (double)drops / (double)samples) * 0.8;
+		keep = fmax(keep, 0.02);
+		s->calm = 0;
+	} else if (s->keep < 1.0 && ++s->calm >= 5) {
+		keep = fmin(1.0, keep * 1.25);
+		s->calm = 0;
+	}
+	if (keep == s->keep)
+		return;
+	if (s->keep == 1.0)
+		s->slow_since_ns = now;
+	if (keep == 1.0)
+		s->slow_ns += now - s->slow_since_ns;
+	if (s->verbose)
+		fprintf(stderr, "pysight: ring buffer %s: sampling at %.0f%% of the rate\n",
+			keep < s->keep ? "full" : "keeping up", 100 * keep);
+	s->keep = keep;
+	s->least_keep = fmin(s->least_keep, keep);
+	rearm_all(s, now);
+}
+
+void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s)
+{
+	__u64 slow = s ? s->slow_ns : 0;
+
+	if (s && s->keep < 1.0)
+		slow += clock__now_ns() - s->slow_since_ns;
+	*least_keep = s ? s->least_keep : 1.0;
+	*slow_s = slow / 1e9;
+}
+
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n;
@@ -387,6 +476,28 @@ void sampler__forget_stack(struct sampler *s, __u64 hash)
 {
 	if (s)
 		bpf_map__delete_elem(s->skel->maps.stacks_seen, &hash, sizeof(hash), 0);
+}
+
+void sampler__forget_stacks(struct sampler *s, const __u64 *hashes, size_t n)
+{
+	int fd = s ? bpf_map__fd(s->skel->maps.stacks_seen) : -1;
+	__u32 count;
+	int err;
+
+	/* in batches; a key already gone (the map is an LRU) stops one
+	 * there, and the rest go on after it */
+	while (fd >= 0 && n) {
+		count = n > UINT32_MAX ? UINT32_MAX : (__u32)n;
+		err = bpf_map_delete_batch(fd, hashes, &count, NULL);
+		if (err && err != -ENOENT)
+			break;
+		if (err)
+			count++;	/* hashes[count] was not there */
+		if (count > n)
+			count = (__u32)n;
+		hashes += count;
+		n -= count;
+	}
 }
 
 int sampler__add_target(struct sampler *s, pid_t pid)

@@ -51,6 +51,9 @@ void sampler__delete_proc(struct sampler *s, pid_t pid);
 int sampler__get_proc(struct sampler *s, pid_t pid, struct py_proc *p);
 /* Have BPF send this stack's frames again next time. */
 void sampler__forget_stack(struct sampler *s, __u64 hash);
+/* The same for the n stacks of a process that is gone, so that the map
+ * holds nothing of it (and a pid reused soon finds nothing stale). */
+void sampler__forget_stacks(struct sampler *s, const __u64 *hashes, size_t n);
 int sampler__add_target(struct sampler *s, pid_t pid);
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
@@ -76,6 +79,11 @@ struct sampler_sizes {
 };
 
 void sampler__map_sizes(struct sampler *s, struct sampler_sizes *out);
+/* Overload: lower the rate while the ring buffer loses samples, raise it
+ * back when it keeps up (call often: it looks every 200 ms). */
+void sampler__adapt(struct sampler *s);
+/* The lowest share of the rate sampled at, and how long below 1. */
+void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s);
 void sampler__destroy(struct sampler *s);
 
 #endif /* __PYSIGHT_SAMPLER_H */
