@@ -322,48 +322,45 @@ int sampler__start(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* cpu's timer at a new random period, held for a window; one that cannot
+ * be re-armed keeps the period it has (sampling goes on) and is not
+ * tried again. */
+static void rearm(struct sampler *s, int cpu, __u64 now)
+{
+	struct cpu_timer *t = &s->cpus[cpu];
+	__u64 period = random_period(s);
+
+	if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period)) {
+		if (s->verbose)
+			fprintf(stderr, "pysight: failed to re-arm CPU %d: %s\n",
+				cpu, strerror(errno));
+		t->next_jitter_ns = UINT64_MAX;
+		return;
+	}
+	if (!s->fixed_period)
+		t->next_jitter_ns = next_window(s, now);
+}
+
 void sampler__jitter(struct sampler *s)
 {
-	__u64 now = clock__now_ns(), period;
+	__u64 now = clock__now_ns();
 	int cpu;
 
 	if (!s || s->fixed_period)
 		return;
-	for (cpu = 0; cpu < s->ncpus; cpu++) {
-		struct cpu_timer *t = &s->cpus[cpu];
-
-		if (!t->link || now < t->next_jitter_ns)
-			continue;
-		period = random_period(s);
-		if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period)) {
-			/* keep the period it has: sampling goes on */
-			if (s->verbose)
-				fprintf(stderr, "pysight: failed to re-arm CPU %d: %s\n",
-					cpu, strerror(errno));
-			t->next_jitter_ns = UINT64_MAX;
-			continue;
-		}
-		t->next_jitter_ns = next_window(s, now);
-	}
+	for (cpu = 0; cpu < s->ncpus; cpu++)
+		if (s->cpus[cpu].link && now >= s->cpus[cpu].next_jitter_ns)
+			rearm(s, cpu, now);
 }
 
 /* Every CPU's timer at a new period now (the rate or keep changed). */
 static void rearm_all(struct sampler *s, __u64 now)
 {
-	__u64 period;
 	int cpu;
 
-	for (cpu = 0; cpu < s->ncpus; cpu++) {
-		struct cpu_timer *t = &s->cpus[cpu];
-
-		if (!t->link || t->next_jitter_ns == UINT64_MAX)
-			continue;
-		period = random_period(s);
-		if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period))
-			continue;
-		if (!s->fixed_period)
-			t->next_jitter_ns = next_window(s, now);
-	}
+	for (cpu = 0; cpu < s->ncpus; cpu++)
+		if (s->cpus[cpu].link && s->cpus[cpu].next_jitter_ns != UINT64_MAX)
+			rearm(s, cpu, now);
 }
 
 /*
