@@ -363,6 +363,32 @@ static void rearm_all(struct sampler *s, __u64 now)
 			rearm(s, cpu, now);
 }
 
+/* Counter i summed over the CPUs; vals holds ncpu values. */
+static uint64_t counter_sum(struct sampler *s, __u32 i, __u64 *vals, int ncpu)
+{
+	uint64_t sum = 0;
+	int c;
+
+	if (bpf_map__lookup_elem(s->skel->maps.counters, &i, sizeof(i), vals,
+				 ncpu * sizeof(*vals), 0))
+		return 0;
+	for (c = 0; c < ncpu; c++)
+		sum += vals[c];
+	return sum;
+}
+
+/* Counters i (n of them, from ids) into out[]; 0 when unreadable. */
+static void read_counters(struct sampler *s, const __u32 *ids, int n,
+			  uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), k;
+	__u64 *vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
+
+	for (k = 0; k < n; k++)
+		out[k] = vals ? counter_sum(s, ids[k], vals, ncpu) : 0;
+	free(vals);
+}
+
 /*
  * Overload.  When user space cannot drain the ring buffer as fast as
  * the samples come, the ones lost are not a fair share: they are lost in
@@ -378,17 +404,18 @@ static void rearm_all(struct sampler *s, __u64 now)
 void sampler__adapt(struct sampler *s)
 {
 	__u64 now = clock__now_ns();
-	uint64_t c[CNT__MAX], samples, drops;
+	static const __u32 ids[] = { CNT_SAMPLES, CNT_RB_DROPS };
+	uint64_t c[2], samples, drops;
 	double keep;
 
 	if (!s || !s->cpu_mode || now < s->next_adapt_ns)
 		return;
 	s->next_adapt_ns = now + 200000000ULL;
-	sampler__counters(s, c);
-	samples = c[CNT_SAMPLES] - s->seen_samples;
-	drops = c[CNT_RB_DROPS] - s->seen_drops;
-	s->seen_samples = c[CNT_SAMPLES];
-	s->seen_drops = c[CNT_RB_DROPS];
+	read_counters(s, ids, 2, c);	/* two lookups, not all the counters */
+	samples = c[0] - s->seen_samples;
+	drops = c[1] - s->seen_drops;
+	s->seen_samples = c[0];
+	s->seen_drops = c[1];
 	keep = s->keep;
 	if (samples && drops * 200 > samples) {
 		keep *= fmax(0.5, 1.0 - (double)drops / (double)samples) * 0.8;
@@ -511,25 +538,14 @@ int sampler__add_target(struct sampler *s, pid_t pid)
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *vals;
-	__u32 i;
-	int c;
+	__u32 ids[CNT__MAX], i;
 
 	memset(out, 0, sizeof(__u64) * CNT__MAX);
-	if (!s || ncpu <= 0)
+	if (!s)
 		return;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
-		return;
-	for (i = 0; i < CNT__MAX; i++) {
-		if (bpf_map__lookup_elem(s->skel->maps.counters, &i, sizeof(i),
-					 vals, ncpu * sizeof(*vals), 0))
-			continue;
-		for (c = 0; c < ncpu; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+	for (i = 0; i < CNT__MAX; i++)
+		ids[i] = i;
+	read_counters(s, ids, CNT__MAX, out);
 }
 
 int sampler__watch_code_free(struct sampler *s, const struct py_binary_key *key,
