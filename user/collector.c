@@ -632,8 +632,13 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	if (!ev->nframes)
 		return 0;	/* an error before the first frame: counted */
 	pp = registry__get(c->reg, ev->hdr.pid);
-	if (!pp)
+	if (!pp) {
+		/* gone, or not yet ours: BPF must not think we hold its
+		 * frames (nothing would forget them at the exit) */
+		if (ev->has_frames)
+			sampler__forget_stack(c->sampler, ev->stack_hash);
 		return 0;
+	}
 	cp = cproc_get(c, ev->hdr.pid);
 	if (!cp)
 		return -ENOMEM;

@@ -145,11 +145,12 @@ def test_short_processes_followed(procs, staging, workdir):
                  "thread_states"):
         assert sizes[name] == 0, "%s: %d held after every process exited\n%s" % (
             name, sizes[name], rec.stderr[-3000:])
-    # BPF's stacks_seen is emptied of a process's stacks at its exit; a
-    # stack of a process user space had not yet registered when it was
-    # sampled is not known to user space, and waits for the map's LRU
-    # (2 of some thousands, seen)
-    assert sizes["stacks_seen"] <= count // 100, "stacks_seen: %d held after %d processes" % (
+    # BPF's stacks_seen is emptied of a process's stacks at its exit, and
+    # of a stack whose process user space did not hold when it came (12
+    # of 1,000 processes' were left before that); only an exit event lost
+    # in a full ring buffer leaves some, for the map's LRU
+    lost = int(re.search(r"lost (\d+) \(ring buffer full\)", rec.stderr).group(1))
+    assert sizes["stacks_seen"] == 0 or lost, "stacks_seen: %d held after %d processes" % (
         sizes["stacks_seen"], count)
     wrong, checked, sampled = misattributed(Profile.load(out))
     assert not wrong and sampled > 0, (wrong[:20], checked, sampled)
