@@ -208,13 +208,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->ex.headers[o->ex.nheaders++] = header_of("--otlp-header", arg);
 		break;
 	case OPT_OTLP_CA:
-		o->ex.ca_file = arg;
+		o->ex.ca_file = path_arg("--otlp-ca", arg);
 		break;
 	case OPT_EXPORT_INTERVAL:
 		o->export_s = parse_duration("--export-interval", arg, 1, 3600);
 		break;
 	case OPT_SPOOL:
-		o->spool_dir = arg;
+		o->spool_dir = path_arg("--spool", arg);
 		break;
 	case OPT_SPOOL_MAX:
 		o->spool_max = (uint64_t)parse_long("--spool-max", arg, 1, 1 << 20,
@@ -228,7 +228,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->tags[o->ntags++] = arg;
 		break;
 	case OPT_OUTPUT_DIR:
-		o->output_dir = arg;
+		o->output_dir = path_arg("--output-dir", arg);
 		break;
 	case 'f':
 		o->format = writer__check_format(arg);
@@ -251,10 +251,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			SESSION_MAX_RATE, "expected Hz from 1 to 10000");
 		break;
 	case OPT_SOCKET:
-		o->socket_path = arg;
+		o->socket_path = path_arg("--socket", arg);
 		break;
 	case OPT_SNAPSHOT_DIR:
-		o->snapshot_dir = arg;
+		o->snapshot_dir = path_arg("--snapshot-dir", arg);
 		break;
 	case OPT_METRICS:
 		o->metrics_addr = arg;

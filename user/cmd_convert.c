@@ -31,7 +31,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &c->collapse;
 		break;
 	case 'o':
-		c->out = arg;
+		c->out = path_arg("--output", arg);
 		break;
 	case 'f':
 		writer__check_format(arg);

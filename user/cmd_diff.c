@@ -65,7 +65,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			bad_value("--by", arg, "expected function, line or file");
 		break;
 	case 'o':
-		d->output = arg;
+		d->output = path_arg("--output", arg);
 		break;
 	case 'f':
 		if (strcmp(arg, "svg") && strcmp(arg, "folded"))

@@ -82,7 +82,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'o':
 		if (o->noutputs == MAX_OUTPUTS)
 			bad_value("--output", arg, "at most 4 outputs");
-		o->outputs[o->noutputs++] = arg;
+		o->outputs[o->noutputs++] = path_arg("--output", arg);
 		break;
 	case 'f':
 		writer__check_format(arg);

@@ -57,13 +57,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->container = arg;
 		break;
 	case 'o':
-		o->output = arg;
+		o->output = path_arg("--output", arg);
 		break;
 	case 'f':
 		o->format = writer__check_format(arg);
 		break;
 	case OPT_SOCKET:
-		o->socket_path = arg;
+		o->socket_path = path_arg("--socket", arg);
 		break;
 	case ARGP_KEY_ARG:
 		usage_error("unexpected argument '%s'", arg);

@@ -29,6 +29,15 @@ static inline void bad_value(const char *opt, const char *arg,
 	usage_error("invalid value '%s' for %s: %s", arg, opt, want);
 }
 
+/* A path an option names; an empty one is a usage error now, not a
+ * failure to write after the whole recording. */
+static inline const char *path_arg(const char *opt, const char *arg)
+{
+	if (!*arg)
+		bad_value(opt, arg, "expected a path");
+	return arg;
+}
+
 /* An option's number: an integer from min to max, else exit 2 saying
  * what was wanted. */
 static inline long parse_long(const char *opt, const char *arg, long min,

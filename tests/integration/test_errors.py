@@ -54,6 +54,26 @@ def test_bad_option_values(args, procs, workdir):
     assert_one_error(run)
 
 
+@pytest.mark.parametrize("argv,option", [
+    (["record", "-o", "", "--", "true"], "--output"),
+    (["convert", "-o", "", "/dev/null"], "--output"),
+    (["diff", "-o", "", "a", "b"], "--output"),
+    (["snapshot", "-o", ""], "--output"),
+    (["snapshot", "--socket", ""], "--socket"),
+    (["agent", "--otlp", "http://127.0.0.1:9", "--spool", ""], "--spool"),
+    (["agent", "--output-dir", ""], "--output-dir"),
+    (["agent", "--output-dir", "/tmp", "--snapshot-dir", ""], "--snapshot-dir"),
+    (["agent", "--output-dir", "/tmp", "--socket", ""], "--socket"),
+    (["agent", "--otlp", "https://127.0.0.1:9", "--otlp-ca", ""], "--otlp-ca"),
+], ids=lambda v: v if isinstance(v, str) else "-".join(a for a in v if a)[:30])
+def test_empty_path_is_a_usage_error(argv, option, procs):
+    """An empty path is refused before anything runs: record used to run
+    its whole command, then fail to write ''."""
+    run = run_pysight(procs, argv, timeout=30)
+    assert_one_error(run, "invalid value '' for %s: expected a path" % option)
+    assert run.returncode == 2 and run.elapsed < 2, (run.returncode, run.elapsed)
+
+
 def test_not_root(procs, workdir):
     # a copy nobody can run, whatever the permissions on the repo's path
     os.chmod(workdir, 0o755)
