@@ -205,8 +205,13 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 		return SENT;
 	}
 	server_message(&b, ctype, msg, sizeof(msg));
-	/* OTLP: 429, 502, 503 and 504 are worth retrying; a 500 may be */
-	if (status == 429 || status >= 500) {
+	/*
+	 * OTLP/HTTP ("Retryable Response Codes"): 429, 502, 503 and 504
+	 * are retried; every other 4xx or 5xx MUST NOT be.  So a server
+	 * that fails on one export for ever (a 500) drops that one rather
+	 * than hold up the queue behind it.
+	 */
+	if (status == 429 || (status >= 502 && status <= 504)) {
 		*retry_after = ra > 0 ? (double)ra : 0;
 		if (e->o.verbose)
 			fprintf(stderr, "pysight: export to %s: HTTP %ld, will retry: %s\n",

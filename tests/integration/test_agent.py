@@ -6,8 +6,8 @@ of it: the right functions, shares and resource; every interval once,
 in order, across an outage; a full spool dropping the oldest; refusals
 and Retry-After; rolling files; snapshots; the metrics endpoint.
 
-Only for the answers a collector cannot be made to give (400, 503 with
-Retry-After) is there a plain http.server on loopback.
+Only for the answers a collector cannot be made to give (400, 500, 503
+with Retry-After) is there a plain http.server on loopback.
 """
 import bisect
 import http.server
@@ -794,13 +794,16 @@ def spooled(agent):
     return sorted(n for n in os.listdir(agent.spool) if n.endswith(".otlp"))
 
 
-def test_refusal_is_logged_once(py, procs, staging, workdir, fake_endpoint):
-    """A 400 with a google.rpc.Status: its message once on stderr, the
-    export dropped (not retried), the agent carrying on; the headers given
-    with --otlp-header sent with every export."""
+@pytest.mark.parametrize("status,code", [(400, 3), (500, 13)], ids=["400", "500"])
+def test_refusal_is_logged_once(status, code, py, procs, staging, workdir, fake_endpoint):
+    """A 400, or a 500, with a google.rpc.Status: its message once on
+    stderr, the export dropped (not retried: OTLP retries only 429, 502,
+    503 and 504, so a server that fails on one export for ever does not
+    hold up the queue), the agent carrying on; the headers given with
+    --otlp-header sent with every export."""
     message = "profiles refused: tenant t1 is over its quota"
     state = {"refuse": True}
-    server = fake_endpoint(lambda n: (400, PB, rpc_status(3, message))
+    server = fake_endpoint(lambda n: (status, PB, rpc_status(code, message))
                            if state["refuse"] else OK)
     burn = Burn(procs, staging, py, duty=0.3)
     agent = Agent(procs, workdir, ["--otlp", server.endpoint, "--export-interval", 1,
@@ -819,9 +822,9 @@ def test_refusal_is_logged_once(py, procs, staging, workdir, fake_endpoint):
     final = agent.stopped()
     assert final["refused"] >= 4 and final["left"] == 0 and \
         final["sent"] + final["refused"] == len(server.posts), (final, len(server.posts))
-    assert refusals[0] == ("pysight: %s%s refused an export (HTTP 400): %s (further refusals "
+    assert refusals[0] == ("pysight: %s%s refused an export (HTTP %d): %s (further refusals "
                            "are counted, not logged)" % (server.endpoint, PROFILES_PATH,
-                                                         message)), refusals[0]
+                                                         status, message)), refusals[0]
     bodies = [b for _, _, _, b in server.posts]
     assert len(set(bodies)) == len(bodies), "a refused export was sent again"
     times = [t for t, _, _, _ in server.posts][:-1]   # the last: made on the way out
