@@ -98,6 +98,7 @@ struct agent {
 	uint64_t exports;
 	uint64_t made;			/* exports put to the spool (or dropped there) */
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
+	double cut_unsampled_s;		/* the sampler's unsampled_s then */
 	double start_s, cpu_at_start;
 	uint64_t snapshots, rotated, pruned;
 	/* rebases of the collector's profile (maybe_rebase) */
@@ -348,17 +349,22 @@ static struct profile *window_profile(struct agent *a, uint64_t since,
 {
 	struct profile *src = collector__profile(a->s.col);
 	struct profile *q = profile__new(profile__unit(src));
+	struct history_span span;
 	struct profile_meta *m;
-	uint64_t first, last;
 
-	if (!q || history__collect(a->h, since, until, f, q, &first, &last)) {
+	if (!q || history__collect(a->h, since, until, f, q, &span)) {
 		profile__free(q);
 		return NULL;
 	}
 	m = profile__meta(q);
 	*m = *profile__meta(src);
-	m->start_unix_ns = first ? first : since;
-	m->duration_s = ((last ? last : until) - m->start_unix_ns) / 1e9;
+	m->start_unix_ns = span.first_ns ? span.first_ns : since;
+	m->duration_s = ((span.last_ns ? span.last_ns : until) -
+			 m->start_unix_ns) / 1e9;
+	/* the rate as sampled: a slowed sampler took fewer samples, and a
+	 * period of 1 / -r would make the CPU time low by as much */
+	if (a->s.o.mode == MODE_CPU)
+		m->rate_hz *= span.keep;
 	return q;
 }
 
@@ -527,6 +533,20 @@ static void rotate(struct agent *a, uint64_t now)
 	prune(a, a->o.output_dir, "pysight-", err ? "" : strrchr(path, '/') + 1);
 }
 
+/* The slice in progress into the history, with the share of the rate
+ * the sampler took over it. */
+static void cut(struct agent *a, uint64_t now)
+{
+	double unsampled = collector__unsampled_s(a->s.col);
+	double len = (double)(now - a->cut_ns) / 1e9, keep = 1.0;
+
+	if (len > 0 && unsampled > a->cut_unsampled_s)
+		keep = fmax(0.01, 1.0 - (unsampled - a->cut_unsampled_s) / len);
+	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now, keep);
+	a->cut_ns = now;
+	a->cut_unsampled_s = unsampled;
+}
+
 /* The last --window up to now, filtered, as a profile of its own; the
  * slice in progress is cut first, so it holds the latest samples. */
 static struct profile *window_now(struct agent *a,
@@ -535,8 +555,7 @@ static struct profile *window_now(struct agent *a,
 {
 	uint64_t now = clock__wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
 
-	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
-	a->cut_ns = now;
+	cut(a, now);
 	*since = now > span ? now - span : 0;
 	*until = now;
 	return window_profile(a, *since, now, f);
@@ -808,8 +827,7 @@ static void loop(struct agent *a)
 		 * next interval, up to a slice late */
 		if (export_due || rotate_due ||
 		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
-			history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
-			a->cut_ns = now;
+			cut(a, now);
 			maybe_rebase(a, now);
 			if (a->m)
 				health(a, false);	/* the metrics, fresh each second */
@@ -832,8 +850,7 @@ static void loop(struct agent *a)
 	}
 	/* what the last interval has, then what can still be sent */
 	now = clock__wall_ns();
-	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now);
-	a->cut_ns = now;
+	cut(a, now);
 	if (a->spool)
 		export_interval(a, now);
 	if (a->o.output_dir)

@@ -6,6 +6,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,21 @@ static void print_progress(struct record *r, double secs)
 	session__print_held(&st);
 }
 
+/*
+ * The profile's length, and its rate as sampled: when the sampler was
+ * slowed, a cpu profile's samples are fewer, and a period of 1 / -r would
+ * make its CPU time low by as much (time profiles weigh time, not count).
+ */
+static void as_sampled(struct record *r, struct profile_meta *m, double secs)
+{
+	struct collector_stats st;
+
+	m->duration_s = secs;
+	collector__stats(r->s.col, &st);
+	if (r->s.o.mode == MODE_CPU && st.unsampled_s > 0 && secs > 0)
+		m->rate_hz = r->s.o.rate * fmax(0.01, 1.0 - st.unsampled_s / secs);
+}
+
 static void summary(struct record *r, double secs)
 {
 	struct profile *p = collector__profile(r->s.col);
@@ -228,7 +244,9 @@ static void summary(struct record *r, double secs)
 	if (st.least_keep < 1.0)
 		fprintf(stderr, "pysight:   the ring buffer could not keep up: sampled "
 			"at as little as %.0f%% of the rate, for %.1f s (shares stay "
-			"fair; counts are lower)\n", 100 * st.least_keep, st.slow_s);
+			"fair; counts are lower, and the profile states the %.4g Hz "
+			"sampled on average)\n", 100 * st.least_keep, st.slow_s,
+			profile__meta(p)->rate_hz);
 	if (r->s.o.verbose)
 		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
 			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
@@ -395,8 +413,8 @@ int cmd_record(int argc, char **argv)
 	if (err)
 		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
 			strerror(-err));
-	profile__meta(collector__profile(r.s.col))->duration_s =
-		clock__now_s() - start;
+	as_sampled(&r, profile__meta(collector__profile(r.s.col)),
+		   clock__now_s() - start);
 	summary(&r, clock__now_s() - start);
 	err = write_outputs(&r, w, &wo);
 

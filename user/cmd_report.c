@@ -85,7 +85,7 @@ static void print_header(struct profile *p)
 	printf("mode %s, %s", profile__mode_name(m->mode),
 	       profile__unit(p) == UNIT_SAMPLES ? "samples" : "time");
 	if (m->rate_hz)
-		printf(" at %u Hz", m->rate_hz);
+		printf(" at %.4g Hz", m->rate_hz);
 	if (m->duration_s > 0)
 		printf(" over %.1f s", m->duration_s);
 	printf(", read from a %s file", m->format ? m->format : "profile");

@@ -727,8 +727,17 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->symbols = symcache__size(c->syms);
 	st->stacks = profile__nstacks(c->prof);
 	st->interned = profile__ninterned(c->prof);
-	sampler__slowed(c->sampler, &st->least_keep, &st->slow_s);
+	sampler__slowed(c->sampler, &st->least_keep, &st->slow_s,
+			&st->unsampled_s);
 	st->rss_kib = rss_kib();
+}
+
+double collector__unsampled_s(struct collector *c)
+{
+	double least, slow, unsampled;
+
+	sampler__slowed(c->sampler, &least, &slow, &unsampled);
+	return unsampled;
 }
 
 const char *collector__status_name(int st)

@@ -43,6 +43,7 @@ struct collector_stats {
 	unsigned int registry, procs, symbols, stacks;
 	unsigned int interned;		/* what the profile interns: profile__ninterned */
 	double least_keep, slow_s;	/* overload: sampler__slowed */
+	double unsampled_s;
 	unsigned long rss_kib;
 };
 
@@ -111,6 +112,9 @@ struct profile *collector__rebase(struct collector *c);
 /* A Python process the collector knows, or NULL. */
 const struct pyproc *collector__process(struct collector *c, pid_t pid);
 void collector__stats(struct collector *c, struct collector_stats *st);
+/* The sampler's seconds of the rate not sampled so far (overload):
+ * cheaper than collector__stats, for each slice. */
+double collector__unsampled_s(struct collector *c);
 /* "complete", "frame read fault", ... */
 const char *collector__status_name(int status);
 

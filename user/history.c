@@ -9,6 +9,7 @@
 struct slice {
 	const struct profile *src;	/* what its entries point into */
 	uint64_t start_ns, end_ns;
+	double keep;			/* the share of the rate sampled */
 	struct pentry *e;		/* copies */
 	size_t n;
 };
@@ -104,10 +105,10 @@ static void expire(struct history *h, uint64_t now_ns)
 }
 
 int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
-		 uint64_t end_ns)
+		 uint64_t end_ns, double keep)
 {
 	const struct pentry **arr;
-	struct slice sl = { p, start_ns, end_ns, NULL, 0 };
+	struct slice sl = { p, start_ns, end_ns, keep, NULL, 0 };
 	size_t n, i;
 	int err;
 
@@ -159,22 +160,25 @@ static bool wanted(const struct history_filter *f, const struct pentry *e)
 
 int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 		     const struct history_filter *f, struct profile *q,
-		     uint64_t *first_ns, uint64_t *last_ns)
+		     struct history_span *span)
 {
+	double kept = 0, len = 0;
 	bool any = false;
 	size_t i, j;
 	int err = 0;
 
-	*first_ns = *last_ns = 0;
+	span->first_ns = span->last_ns = 0;
 	for (i = 0; i < h->n && !err; i++) {
 		const struct slice *sl = &h->s[i];
 
 		if (sl->end_ns <= since_ns || sl->end_ns > until_ns)
 			continue;
 		if (!any)
-			*first_ns = sl->start_ns;
+			span->first_ns = sl->start_ns;
 		any = true;
-		*last_ns = sl->end_ns;
+		span->last_ns = sl->end_ns;
+		len += (double)(sl->end_ns - sl->start_ns);
+		kept += sl->keep * (double)(sl->end_ns - sl->start_ns);
 		for (j = 0; j < sl->n && !err; j++) {
 			const struct pentry *e = &sl->e[j];
 
@@ -186,6 +190,7 @@ int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 						e);
 		}
 	}
+	span->keep = len > 0 ? kept / len : 1.0;
 	return err;
 }
 

@@ -29,15 +29,24 @@ struct history *history__new(double span_s);
 void history__free(struct history *h);
 
 /* Move p's entries into a slice for [start_ns, end_ns) (wall clock) and
- * reset p; drop slices that ended more than the span ago.  -ENOMEM. */
+ * reset p; drop slices that ended more than the span ago.  keep is the
+ * share of the rate the sampler took meanwhile (1 unless slowed by
+ * overload).  -ENOMEM. */
 int history__cut(struct history *h, struct profile *p, uint64_t start_ns,
-		 uint64_t end_ns);
+		 uint64_t end_ns, double keep);
+
+/* What a collect covered: from first_ns to last_ns (0 when nothing), at
+ * this share of the rate on average. */
+struct history_span {
+	uint64_t first_ns, last_ns;
+	double keep;
+};
+
 /* Entries of the slices that end after since_ns and no later than
- * until_ns, filtered, added into q (a new profile of p's unit).  The
- * time they cover goes to *first_ns and *last_ns (0 when none). */
+ * until_ns, filtered, added into q (a new profile of p's unit). */
 int history__collect(struct history *h, uint64_t since_ns, uint64_t until_ns,
 		     const struct history_filter *f, struct profile *q,
-		     uint64_t *first_ns, uint64_t *last_ns);
+		     struct history_span *span);
 /* Profiles retired and not yet freed, at most. */
 #define HISTORY_MAX_RETIRED	4
 

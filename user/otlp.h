@@ -30,7 +30,7 @@ typedef int (*otlp_process_fn)(void *ctx, const struct pthread *t,
 
 struct otlp_opts {
 	int mode;			/* enum profile_mode */
-	unsigned int rate_hz;
+	double rate_hz;			/* as sampled: the period is 1 / it */
 	uint64_t start_ns, end_ns;	/* the time the profile covers */
 	const char *host;		/* host.name */
 	const char *const *tags;	/* "key=value": resource attributes */

@@ -530,7 +530,7 @@ struct profile *profile__thin(const struct profile *p, double keep,
 	if (!q || p->unit != UNIT_SAMPLES || profile__entries(p, &arr, &n))
 		goto fail;
 	q->meta = p->meta;
-	q->meta.rate_hz = (unsigned int)(p->meta.rate_hz * keep + 0.5);
+	q->meta.rate_hz = p->meta.rate_hz * keep;
 	for (i = 0; i < n; i++) {
 		e = *arr[i];
 		for (k = 0; e.count > 0; e.count--)

@@ -96,7 +96,9 @@ struct pentry {
 /* Facts about the recording, for titles and headers. */
 struct profile_meta {
 	int mode;			/* enum profile_mode */
-	unsigned int rate_hz;		/* 0 when unknown */
+	double rate_hz;			/* samples a second of CPU, as
+				 * sampled (below -r when the
+				 * sampler was slowed); 0: unknown */
 	double duration_s;		/* 0 when unknown */
 	uint64_t start_unix_ns;		/* wall-clock start, 0 when unknown */
 	char target[256];		/* the command, the pids, or "" for all */

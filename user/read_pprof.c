@@ -331,7 +331,7 @@ static void read_meta(struct pprof_in *in, struct profile_meta *m)
 	if (pb->period > 0 && pb->period_type &&
 	    (c = string_at(pb, pb->period_type->unit)) &&
 	    !strcmp(c, "nanoseconds") && pb->period <= 1000000000)
-		m->rate_hz = (unsigned int)(1000000000 / pb->period);
+		m->rate_hz = 1e9 / (double)pb->period;
 	for (i = 0; i < pb->n_comment; i++) {
 		c = string_at(pb, pb->comment[i]);
 		if (c && !strncmp(c, PPROF_TARGET, lt))

@@ -69,6 +69,10 @@ struct sampler {
 	bool cpu_mode;		/* only there is the rate what fills the ring */
 	double keep, least_keep;
 	__u64 next_adapt_ns, slow_since_ns, slow_ns;
+	/* the integral over time of the share of the rate not sampled:
+	 * 1 - keep * the share the ring buffer took, per look */
+	double unsampled_ns;
+	__u64 last_look_ns;
 	uint64_t seen_samples, seen_drops;
 	int calm;
 };
@@ -428,7 +432,9 @@ static void read_counters(struct sampler *s, const __u32 *ids, int n,
  * more than 0.5% of the samples were lost, sample at a lower rate (the
  * share that got through, less a margin, down to 2% of -r); after a
  * second without loss, climb back by a quarter at a time.  A lower rate
- * loses samples evenly in time.
+ * loses samples evenly in time.  What was not sampled, by either, is
+ * summed (unsampled_ns), so that a profile can state the rate it was
+ * sampled at, and its CPU time come out right.
  */
 void sampler__adapt(struct sampler *s)
 {
@@ -445,6 +451,13 @@ void sampler__adapt(struct sampler *s)
 	drops = c[1] - s->seen_drops;
 	s->seen_samples = c[0];
 	s->seen_drops = c[1];
+	/* what the last 200 ms sampled: keep of the rate, less what the
+	 * ring buffer lost of that */
+	if (s->last_look_ns)
+		s->unsampled_ns += (1.0 - s->keep * (samples ?
+				    fmax(0.0, 1.0 - (double)drops / (double)samples) : 1.0)) *
+				   (double)(now - s->last_look_ns);
+	s->last_look_ns = now;
 	keep = s->keep;
 	if (samples && drops * 200 > samples) {
 		keep *= fmax(0.5, 1.0 - (double)drops / (double)samples) * 0.8;
@@ -468,14 +481,21 @@ void sampler__adapt(struct sampler *s)
 	rearm_all(s, now);
 }
 
-void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s)
+void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s,
+		     double *unsampled_s)
 {
-	__u64 slow = s ? s->slow_ns : 0;
+	__u64 now = clock__now_ns(), slow = s ? s->slow_ns : 0;
+	double unsampled = s ? s->unsampled_ns : 0;
 
-	if (s && s->keep < 1.0)
-		slow += clock__now_ns() - s->slow_since_ns;
+	if (s && s->keep < 1.0) {
+		slow += now - s->slow_since_ns;
+		if (s->last_look_ns)
+			unsampled += (1.0 - s->keep) *
+				     (double)(now - s->last_look_ns);
+	}
 	*least_keep = s ? s->least_keep : 1.0;
 	*slow_s = slow / 1e9;
+	*unsampled_s = unsampled / 1e9;
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)

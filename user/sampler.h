@@ -82,8 +82,12 @@ void sampler__map_sizes(struct sampler *s, struct sampler_sizes *out);
 /* Overload: lower the rate while the ring buffer loses samples, raise it
  * back when it keeps up (call often: it looks every 200 ms). */
 void sampler__adapt(struct sampler *s);
-/* The lowest share of the rate sampled at, and how long below 1. */
-void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s);
+/* Overload so far: the lowest share of the rate sampled, the seconds
+ * spent below it, and the seconds of the rate not sampled (the integral
+ * of 1 - share: over a span, the share sampled is 1 - its growth / the
+ * span's length). */
+void sampler__slowed(struct sampler *s, double *least_keep, double *slow_s,
+		     double *unsampled_s);
 void sampler__destroy(struct sampler *s);
 
 #endif /* __PYSIGHT_SAMPLER_H */

@@ -237,7 +237,7 @@ static int sample_types(struct pprof_out *o, const struct profile *p,
 	o->pb.period_type = calloc(1, sizeof(*o->pb.period_type));
 	if (!o->pb.period_type)
 		return -ENOMEM;
-	o->pb.period = m->rate_hz ? 1000000000 / m->rate_hz : 0;
+	o->pb.period = m->rate_hz ? (int64_t)(1e9 / m->rate_hz) : 0;
 	return value_type(o, o->pb.period_type, "cpu", "nanoseconds");
 }
 
@@ -250,8 +250,8 @@ static void sample_values(const struct pprof_out *o, const struct profile *p,
 	if (profile__unit(p) == UNIT_SAMPLES) {
 		val[0] = (int64_t)e->weight;
 		if (o->vi_cpu >= 0)
-			val[o->vi_cpu] = (int64_t)(e->weight *
-					 (1000000000 / m->rate_hz));
+			val[o->vi_cpu] = (int64_t)e->weight *
+					 (int64_t)(1e9 / m->rate_hz);
 		return;
 	}
 	val[0] = (int64_t)e->count;

@@ -518,7 +518,7 @@ static void write_title(struct svg *s, struct profile *p)
 	xml_text(f, profile__mode_name(m->mode));
 	fputs(" mode", f);
 	if (m->rate_hz)
-		fprintf(f, " at %u Hz", m->rate_hz);
+		fprintf(f, " at %.4g Hz", m->rate_hz);
 	if (profile__unit(p) == UNIT_NANOSECONDS)
 		fprintf(f, ", %.3f s of thread time", s->t->total / 1e9);
 	else

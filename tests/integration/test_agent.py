@@ -902,6 +902,32 @@ def test_retry_after_is_honoured(py, procs, staging, workdir, fake_endpoint):
     assert agent.health()[-1]["refused"] == 0
 
 
+def test_overload_exports_state_the_rate_sampled(py, procs, staging, workdir, fake_endpoint):
+    """At 10 kHz into a 4 KiB ring buffer the sampler slows down (and the
+    ring still loses some): each export's period is that of the rate it
+    really sampled at, so samples times period is the burner's CPU time,
+    not a fraction of it."""
+    server = fake_endpoint(lambda n: OK)
+    burn = Burn(procs, staging, py)
+    agent = Agent(procs, workdir, ["-v", "--otlp", server.endpoint, "--export-interval", 1,
+                                   "-r", 10000, "-p", burn.pid],
+                  env={"PYSIGHT_RINGBUF_KB": "4"}).wait_sampling()
+    burn.go()
+    time.sleep(4)
+    truth = burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    assert "ring buffer full: sampling at" in agent.stderr, agent.stderr
+    profiles = [p for _, _, _, body in server.posts for p in decoded(body)]
+    periods = sorted({p.period for p in profiles})
+    assert periods and periods[-1] > 1_000_000_000 // 10000, periods
+    cpu = sum(total(p) * p.period for p in profiles) / 1e9
+    want = truth["timeline"][-1][1]
+    print("exports say %.2f CPU s at periods %s; the burner used %.2f s" % (
+        cpu, periods, want))
+    assert abs(cpu - want) <= 0.15 * want, ("exports say %.2f CPU s, the burner used %.2f s"
+                                            % (cpu, want), periods, agent.stderr[-2000:])
+
+
 class _P:
     """A decoded protobuf profile with otelcol.Profile's names."""
 

@@ -5,6 +5,7 @@ import re
 import time
 
 from conftest import INTERPRETERS, Profile, Recorder, find_interp, pct
+from test_formats import go_top
 
 RATE = 10000
 SECONDS = 4
@@ -14,21 +15,25 @@ NAMES = {"alpha_work": "alpha_work", "beta_work": "Beta.beta_work", "gamma_work"
 def test_ring_buffer_overflow(procs, staging, workdir):
     """Samples lost in bursts between drains are not a fair share (what ran
     just after each poll is kept), so pysight slows the sampling down until
-    the ring buffer keeps up, and says so; the shares stay right."""
+    the ring buffer keeps up, and says so; the shares stay right, and the
+    pprof's CPU time too: its period is the rate as sampled, not -r."""
     interp = find_interp("3.11", "debian") or INTERPRETERS[0]
     out = os.path.join(workdir, "over.folded")
+    pb = os.path.join(workdir, "over.pb.gz")
     results = [staging.result_file(interp) for _ in range(2)]
     workers = [procs.start(interp.argv(staging.script(interp, "ratio.py"), SECONDS, r))
                for r in results]
     os.environ["PYSIGHT_RINGBUF_KB"] = "4"
     try:
-        rec = Recorder(procs, ["-d", SECONDS - 1, "-r", RATE, "-o", out, "--group-by",
+        rec = Recorder(procs, ["-d", SECONDS - 1, "-r", RATE, "-o", out, "-o", pb, "--group-by",
                                "process"] + [a for w in workers for a in ("-p", w.pid)])
     finally:
         del os.environ["PYSIGHT_RINGBUF_KB"]
     t0 = time.monotonic()
     rec.wait_sampling()
+    cpu0 = sum(cpu_s(w.pid) for w in workers)
     assert rec.wait(30) == 0, rec.stderr
+    cpu = sum(cpu_s(w.pid) for w in workers) - cpu0
     # the duration held: no stall behind the flood
     assert time.monotonic() - t0 < SECONDS + 5, rec.stderr
     for w in workers:
@@ -48,3 +53,17 @@ def test_ring_buffer_overflow(procs, staging, workdir):
         for k in NAMES:
             got, want = pct(work[k], sum(work.values())), pct(truth[k], sum(truth.values()))
             assert abs(got - want) < 6, (w.pid, k, got, want, work)
+    # go tool pprof's total: samples times the period it states
+    top = go_top(pb)
+    m = re.search(r"of ([\d.]+)(ms|s) total", top)
+    total = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+    print("pprof says %.2f CPU s, the workers used %.2f s" % (total, cpu))
+    assert abs(total - cpu) <= 0.15 * cpu, ("pprof says %.2f CPU s, the workers used %.2f s"
+                                            % (total, cpu), top[:600], rec.stderr)
+
+
+def cpu_s(pid):
+    """A process's CPU seconds so far, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -362,33 +363,44 @@ static void test_history(void)
 	struct profile *p = two_services(), *q;
 	struct history *h = history__new(10);
 	struct history_filter f = { .pid = 20 };
-	uint64_t first, last;
+	struct history_span sp;
 	const uint64_t S = 1000000000ULL;
 
-	CHECK(!history__cut(h, p, 0, 1 * S), "cut 1");
+	CHECK(!history__cut(h, p, 0, 1 * S, 1.0), "cut 1");
 	CHECK(profile__total(p) == 0, "the collector's profile is reset");
 	CHECK(!profile__add(p, profile__stack(p, NULL, 0),
 			    profile__thread(p, 20, 0, 20, NULL, NULL), NULL,
 			    KIND_CPU, 1, 7), "add");
-	CHECK(!history__cut(h, p, 1 * S, 2 * S), "cut 2");
+	CHECK(!history__cut(h, p, 1 * S, 2 * S, 1.0), "cut 2");
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &first, &last) &&
-	      profile__total(q) == 10007 && first == 0 && last == 2 * S, "both slices");
+	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &sp) &&
+	      profile__total(q) == 10007 && sp.first_ns == 0 && sp.last_ns == 2 * S, "both slices");
 	profile__free(q);
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 1 * S, 2 * S, NULL, q, &first, &last) &&
-	      profile__total(q) == 7 && first == 1 * S, "the second alone");
+	CHECK(!history__collect(h, 1 * S, 2 * S, NULL, q, &sp) &&
+	      profile__total(q) == 7 && sp.first_ns == 1 * S, "the second alone");
 	profile__free(q);
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 0, 2 * S, &f, q, &first, &last) &&
+	CHECK(!history__collect(h, 0, 2 * S, &f, q, &sp) &&
 	      profile__total(q) == 2007, "pid 20 only: %llu",
 	      (unsigned long long)profile__total(q));
 	profile__free(q);
 	/* 13 s later the first slices are past the span */
-	CHECK(!history__cut(h, p, 14 * S, 15 * S), "cut 3");
+	CHECK(!history__cut(h, p, 14 * S, 15 * S, 1.0), "cut 3");
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 0, 15 * S, NULL, q, &first, &last) &&
-	      profile__total(q) == 0 && first == 14 * S, "old slices expire");
+	CHECK(!history__collect(h, 0, 15 * S, NULL, q, &sp) &&
+	      profile__total(q) == 0 && sp.first_ns == 14 * S, "old slices expire");
+	profile__free(q);
+	/* slowed by overload: the span's share of the rate is the slices'
+	 * shares weighed by their lengths (1 s at 1, 3 s at 0.2) */
+	CHECK(!history__cut(h, p, 15 * S, 18 * S, 0.2), "cut 4");
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 18 * S, NULL, q, &sp) &&
+	      fabs(sp.keep - 0.4) < 1e-9, "keep %g over 4 s", sp.keep);
+	profile__free(q);
+	q = profile__new(UNIT_NANOSECONDS);
+	CHECK(!history__collect(h, 0, 15 * S, NULL, q, &sp) && sp.keep == 1.0,
+	      "keep %g before it", sp.keep);
 	profile__free(q);
 	history__free(h);
 	profile__free(p);
@@ -400,22 +412,22 @@ static void test_history_retire(void)
 {
 	struct profile *p = two_services(), *p2 = profile__new(UNIT_NANOSECONDS), *q;
 	struct history *h = history__new(10);
-	uint64_t first, last;
+	struct history_span sp;
 	const uint64_t S = 1000000000ULL;
 	int i;
 
-	CHECK(!history__cut(h, p, 0, 1 * S), "cut into p");
+	CHECK(!history__cut(h, p, 0, 1 * S, 1.0), "cut into p");
 	CHECK(history__retire(h, p), "retire p");
 	CHECK(history__nretired(h) == 1, "p is kept: a slice points into it");
 	CHECK(!profile__add(p2, profile__stack(p2, NULL, 0), NULL, NULL, KIND_CPU, 1, 5),
 	      "add to p2");
-	CHECK(!history__cut(h, p2, 1 * S, 2 * S), "cut into p2");
+	CHECK(!history__cut(h, p2, 1 * S, 2 * S, 1.0), "cut into p2");
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &first, &last) &&
+	CHECK(!history__collect(h, 0, 2 * S, NULL, q, &sp) &&
 	      profile__total(q) == 10005,
 	      "the window across the rebase: %llu", (unsigned long long)profile__total(q));
 	profile__free(q);
-	CHECK(!history__cut(h, p2, 11 * S, 12 * S) && history__nretired(h) == 0,
+	CHECK(!history__cut(h, p2, 11 * S, 12 * S, 1.0) && history__nretired(h) == 0,
 	      "p goes with its last slice: %d retired", history__nretired(h));
 	for (i = 0; i < HISTORY_MAX_RETIRED; i++)
 		CHECK(history__retire(h, profile__new(UNIT_NANOSECONDS)), "retire %d", i);
@@ -423,11 +435,11 @@ static void test_history_retire(void)
 	/* the wall clock steps back after a rebase: the slice cut before it
 	 * ends later than those cut after, and its profile must stay */
 	p = two_services();
-	CHECK(!history__cut(h, p, 20 * S, 21 * S) && history__retire(h, p), "cut, retire");
-	CHECK(!history__cut(h, p2, 5 * S, 6 * S) && history__nretired(h) == 1,
+	CHECK(!history__cut(h, p, 20 * S, 21 * S, 1.0) && history__retire(h, p), "cut, retire");
+	CHECK(!history__cut(h, p2, 5 * S, 6 * S, 1.0) && history__nretired(h) == 1,
 	      "a step back frees nothing a slice points into");
 	q = profile__new(UNIT_NANOSECONDS);
-	CHECK(!history__collect(h, 0, 21 * S, NULL, q, &first, &last) &&
+	CHECK(!history__collect(h, 0, 21 * S, NULL, q, &sp) &&
 	      profile__total(q) == 10000, "still read whole: %llu",
 	      (unsigned long long)profile__total(q));
 	profile__free(q);
@@ -451,7 +463,7 @@ static void test_thin(void)
 	CHECK(!profile__add(p, profile__stack(p, &f, 1), t, NULL, KIND_CPU, 10000, 10000) &&
 	      !profile__add(p, profile__stack(p, &g, 1), t, NULL, KIND_CPU, 1000, 1000), "add");
 	q = profile__thin(p, 0.1, &seed);
-	CHECK(q && profile__meta(q)->rate_hz == 50, "rate scaled: %u",
+	CHECK(q && profile__meta(q)->rate_hz == 50, "rate scaled: %g",
 	      q ? profile__meta(q)->rate_hz : 0);
 	if (q && !profile__entries(q, &arr, &n)) {
 		for (i = 0; i < n; i++) {
