@@ -727,6 +727,13 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 		size += (__u64)n * sizeof(struct py_frame);
 	}
 	/*
+	 * Marked sent before it is: the consumer may read the event, and
+	 * forget the hash (its process gone), before this program would
+	 * get to mark it after, and the mark would stay.
+	 */
+	if (b->ev.has_frames)
+		bpf_map_update_elem(&stacks_seen, &hash, &one, BPF_ANY);
+	/*
 	 * A wake-up costs about 3 us a sample.  Known stacks wait for the
 	 * consumer's next poll (50 ms); new ones wake it, so their code
 	 * objects are read while they are alive.
@@ -735,10 +742,9 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 			       b->ev.has_frames ? BPF_RB_FORCE_WAKEUP :
 						  BPF_RB_NO_WAKEUP)) {
 		count(CNT_RB_DROPS);
-		return;
+		if (b->ev.has_frames)
+			bpf_map_delete_elem(&stacks_seen, &hash);
 	}
-	if (b->ev.has_frames)
-		bpf_map_update_elem(&stacks_seen, &hash, &one, BPF_ANY);
 }
 
 static __always_inline void emit_proc_event(__u32 kind, __u32 tgid, __u32 tid)

@@ -538,7 +538,9 @@ static void rotate(struct agent *a, uint64_t now)
 static void cut(struct agent *a, uint64_t now)
 {
 	double unsampled = collector__unsampled_s(a->s.col);
-	double len = (double)(now - a->cut_ns) / 1e9, keep = 1.0;
+	/* (a wall clock stepped back: a slice of no length, at full rate) */
+	double len = now > a->cut_ns ? (double)(now - a->cut_ns) / 1e9 : 0;
+	double keep = 1.0;
 
 	if (len > 0 && unsampled > a->cut_unsampled_s)
 		keep = fmax(0.01, 1.0 - (unsampled - a->cut_unsampled_s) / len);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <ncurses.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +57,9 @@ struct top {
 	struct header h;
 	uint64_t counters[CNT__MAX];	/* at the last interval's end */
 	double start, last;
+	double rate;			/* cpu mode: samples a second as
+					 * sampled since the start (below -r
+					 * when the sampler was slowed) */
 	bool targets_gone;		/* the command, or every -p pid, exited */
 };
 
@@ -158,7 +162,7 @@ static void install_signals(void)
 static double seconds(const struct top *t, uint64_t w)
 {
 	if (t->s.o.mode == MODE_CPU)
-		return (double)w / t->s.o.rate;
+		return (double)w / (t->rate > 0 ? t->rate : t->s.o.rate);
 	return w / 1e9;
 }
 
@@ -321,6 +325,9 @@ static int next_interval(struct top *t)
 	t->h.nprocs = profile__nprocs(p);
 	t->h.nthreads = profile__nthreads(p);
 	t->h.elapsed = now - t->start;
+	if (t->h.elapsed > 0)
+		t->rate = t->s.o.rate * fmax(0.01, 1.0 -
+			  collector__unsampled_s(t->s.col) / t->h.elapsed);
 	t->last = now;
 	err = topview__add(t->view, p);
 	profile__reset(p);

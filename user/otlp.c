@@ -532,7 +532,7 @@ static Profile *profile_of(struct enc *e, struct group *g)
 	p->duration_nano = o->end_ns > o->start_ns ? o->end_ns - o->start_ns : 0;
 	if (o->rate_hz) {
 		p->period_type = value_type(e, "cpu", "nanoseconds");
-		p->period = (int64_t)(1e9 / o->rate_hz);
+		p->period = profile__period_ns(o->rate_hz);
 	}
 	if (getrandom(id, 16, 0) != 16)
 		memset(id, 0, 16);

@@ -4,6 +4,7 @@
  * cgroups compare by pointer, and stacks by their frame pointers.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -516,6 +517,13 @@ static double uniform(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+int64_t profile__period_ns(double hz)
+{
+	double p = 1e9 / hz, r = nearbyint(p);
+
+	return fabs(p - r) < 1e-6 ? (int64_t)r : (int64_t)p;
 }
 
 struct profile *profile__thin(const struct profile *p, double keep,

@@ -152,6 +152,11 @@ const struct pstack *profile__copy_stack(struct profile *p,
  * the counts are binomial draws, so shares and totals stay unbiased;
  * meta's rate is scaled.  *seed is the generator's state.  NULL on
  * ENOMEM, or when p is not counted in samples. */
+/* The period of a rate (Hz, above 0) in whole nanoseconds: 1e9 / hz, cut
+ * to an integer, except that a rate whose period is a whole number but
+ * for the rounding of doubles (1e9 / 9.000000000000002) gets that number,
+ * so a rate read back from a period, or scaled by r / r, keeps it. */
+int64_t profile__period_ns(double hz);
 struct profile *profile__thin(const struct profile *p, double keep,
 			      uint64_t *seed);
 /* How many strings, frames, stacks, threads and cgroups p interns: what

@@ -237,7 +237,7 @@ static int sample_types(struct pprof_out *o, const struct profile *p,
 	o->pb.period_type = calloc(1, sizeof(*o->pb.period_type));
 	if (!o->pb.period_type)
 		return -ENOMEM;
-	o->pb.period = m->rate_hz ? (int64_t)(1e9 / m->rate_hz) : 0;
+	o->pb.period = m->rate_hz ? profile__period_ns(m->rate_hz) : 0;
 	return value_type(o, o->pb.period_type, "cpu", "nanoseconds");
 }
 
@@ -249,9 +249,13 @@ static void sample_values(const struct pprof_out *o, const struct profile *p,
 	memset(val, 0, o->nvalues * sizeof(*val));
 	if (profile__unit(p) == UNIT_SAMPLES) {
 		val[0] = (int64_t)e->weight;
-		if (o->vi_cpu >= 0)
-			val[o->vi_cpu] = (int64_t)e->weight *
-					 (int64_t)(1e9 / m->rate_hz);
+		/* a file read in may hold any count: saturate, do not wrap */
+		if (o->vi_cpu >= 0 &&
+		    (e->weight > INT64_MAX ||
+		     __builtin_mul_overflow((int64_t)e->weight,
+					    profile__period_ns(m->rate_hz),
+					    &val[o->vi_cpu])))
+			val[o->vi_cpu] = INT64_MAX;
 		return;
 	}
 	val[0] = (int64_t)e->count;

@@ -449,6 +449,22 @@ static void test_history_retire(void)
 
 /* --window-rate thinned back to -r: binomial counts, within four standard
  * deviations; the rate scaled; a profile of time is not thinned. */
+/* Periods in whole nanoseconds: 1e9 / rate cut, as before the rate
+ * was a double, and whole again when only a double's rounding was off. */
+static void test_period(void)
+{
+	CHECK(profile__period_ns(97) == 10309278, "97 Hz: %lld",
+	      (long long)profile__period_ns(97));
+	CHECK(profile__period_ns(19) == 52631578, "19 Hz");
+	CHECK(profile__period_ns(100 * (151.0 / 151)) == 10000000 &&
+	      profile__period_ns(100.00000000000001) == 10000000, "100 Hz, scaled by 1");
+	/* a period read back from a file: 1e9 / 111111111 is 9.000000009 */
+	CHECK(profile__period_ns(1e9 / 111111111) == 111111111, "read back: %lld",
+	      (long long)profile__period_ns(1e9 / 111111111));
+	CHECK(profile__period_ns(1e9) == 1 && profile__period_ns(1) == 1000000000,
+	      "the ends of what a file may say");
+}
+
 static void test_thin(void)
 {
 	struct profile *p = profile__new(UNIT_SAMPLES), *q, *w = two_services();
@@ -559,6 +575,7 @@ int main(void)
 	test_spool_parents();
 	test_history();
 	test_history_retire();
+	test_period();
 	test_thin();
 	test_service_names();
 	test_control();
