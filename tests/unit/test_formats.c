@@ -140,6 +140,31 @@ static Perftools__Profiles__Profile *decode(const char *path)
 	return perftools__profiles__profile__unpack(NULL, z.total_out, out);
 }
 
+/* A count read from a file may be anything up to INT64_MAX: its CPU
+ * time (count times the period) saturates, and a rate that came back
+ * from a period as a double keeps that period exactly. */
+static void test_pprof_huge_count(void)
+{
+	struct profile *p = profile__new(UNIT_SAMPLES);
+	const struct pframe *f = profile__frame(p, "main", "a.py", 3, 1, PFRAME_PYTHON);
+	Perftools__Profiles__Profile *pb;
+	char path[128];
+
+	profile__meta(p)->rate_hz = 1e9 / 111111111;	/* read back: 9.000000009 */
+	CHECK(!profile__add(p, profile__stack(p, &f, 1), NULL, NULL, KIND_CPU,
+			    1, 1ULL << 62), "add");
+	snprintf(path, sizeof(path), "%s/huge.pb.gz", tmpdir);
+	CHECK(!writer__write_file(&writer_pprof, p, NULL, path), "write");
+	pb = decode(path);
+	CHECK(pb && pb->period == 111111111, "period %lld",
+	      pb ? (long long)pb->period : 0);
+	CHECK(pb && pb->n_sample == 1 && pb->sample[0]->n_value == 2 &&
+	      pb->sample[0]->value[0] == 1LL << 62 &&
+	      pb->sample[0]->value[1] == INT64_MAX, "cpu saturates");
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+}
+
 static void test_pprof_rules(void)
 {
 	struct profile *p = rich_profile();
@@ -389,6 +414,7 @@ int main(void)
 	round_trip(&writer_speedscope, p, "sampled.json");
 	profile__free(p);
 	test_pprof_rules();
+	test_pprof_huge_count();
 	test_bad_speedscope();
 	test_bad_pprof();
 	test_titles();
