@@ -540,11 +540,9 @@ static void cut(struct agent *a, uint64_t now)
 	double unsampled = collector__unsampled_s(a->s.col);
 	/* (a wall clock stepped back: a slice of no length, at full rate) */
 	double len = now > a->cut_ns ? (double)(now - a->cut_ns) / 1e9 : 0;
-	double keep = 1.0;
 
-	if (len > 0 && unsampled > a->cut_unsampled_s)
-		keep = fmax(0.01, 1.0 - (unsampled - a->cut_unsampled_s) / len);
-	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now, keep);
+	history__cut(a->h, collector__profile(a->s.col), a->cut_ns, now,
+		     collector__sampled_share(unsampled - a->cut_unsampled_s, len));
 	a->cut_ns = now;
 	a->cut_unsampled_s = unsampled;
 }

@@ -6,7 +6,6 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,12 +202,10 @@ static void print_progress(struct record *r, double secs)
  */
 static void as_sampled(struct record *r, struct profile_meta *m, double secs)
 {
-	struct collector_stats st;
-
 	m->duration_s = secs;
-	collector__stats(r->s.col, &st);
-	if (r->s.o.mode == MODE_CPU && st.unsampled_s > 0 && secs > 0)
-		m->rate_hz = r->s.o.rate * fmax(0.01, 1.0 - st.unsampled_s / secs);
+	if (r->s.o.mode == MODE_CPU)
+		m->rate_hz = r->s.o.rate * collector__sampled_share(
+			collector__unsampled_s(r->s.col), secs);
 }
 
 static void summary(struct record *r, double secs)

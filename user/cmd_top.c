@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <locale.h>
-#include <math.h>
 #include <ncurses.h>
 #include <signal.h>
 #include <stdio.h>
@@ -325,9 +324,8 @@ static int next_interval(struct top *t)
 	t->h.nprocs = profile__nprocs(p);
 	t->h.nthreads = profile__nthreads(p);
 	t->h.elapsed = now - t->start;
-	if (t->h.elapsed > 0)
-		t->rate = t->s.o.rate * fmax(0.01, 1.0 -
-			  collector__unsampled_s(t->s.col) / t->h.elapsed);
+	t->rate = t->s.o.rate * collector__sampled_share(
+			collector__unsampled_s(t->s.col), t->h.elapsed);
 	t->last = now;
 	err = topview__add(t->view, p);
 	profile__reset(p);

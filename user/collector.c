@@ -713,6 +713,8 @@ static unsigned long rss_kib(void)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
+	double unsampled;
+
 	memset(st, 0, sizeof(*st));
 	sampler__counters(c->sampler, st->counters);
 	st->unknown_stacks = c->unknown_stacks;
@@ -727,8 +729,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->symbols = symcache__size(c->syms);
 	st->stacks = profile__nstacks(c->prof);
 	st->interned = profile__ninterned(c->prof);
-	sampler__slowed(c->sampler, &st->least_keep, &st->slow_s,
-			&st->unsampled_s);
+	sampler__slowed(c->sampler, &st->least_keep, &st->slow_s, &unsampled);
 	st->rss_kib = rss_kib();
 }
 

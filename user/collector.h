@@ -8,6 +8,7 @@
 #ifndef __PYSIGHT_COLLECTOR_H
 #define __PYSIGHT_COLLECTOR_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +44,6 @@ struct collector_stats {
 	unsigned int registry, procs, symbols, stacks;
 	unsigned int interned;		/* what the profile interns: profile__ninterned */
 	double least_keep, slow_s;	/* overload: sampler__slowed */
-	double unsampled_s;
 	unsigned long rss_kib;
 };
 
@@ -115,6 +115,16 @@ void collector__stats(struct collector *c, struct collector_stats *st);
 /* The sampler's seconds of the rate not sampled so far (overload):
  * cheaper than collector__stats, for each slice. */
 double collector__unsampled_s(struct collector *c);
+/* The share of the rate sampled over span_s seconds in which
+ * collector__unsampled_s grew by unsampled_s: 1 unless slowed, never
+ * below 1%. */
+static inline double collector__sampled_share(double unsampled_s,
+					      double span_s)
+{
+	if (span_s <= 0 || unsampled_s <= 0)
+		return 1.0;
+	return fmax(0.01, 1.0 - unsampled_s / span_s);
+}
 /* "complete", "frame read fault", ... */
 const char *collector__status_name(int status);
 

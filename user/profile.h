@@ -147,16 +147,16 @@ int profile__add_from(struct profile *p, const struct pstack *s,
  * origins; NULL on ENOMEM. */
 const struct pstack *profile__copy_stack(struct profile *p,
 					 const struct pstack *s);
-/* A copy of p (a profile counted in samples) where each sample is kept
- * with probability keep, as if it had been taken at keep times the rate:
- * the counts are binomial draws, so shares and totals stay unbiased;
- * meta's rate is scaled.  *seed is the generator's state.  NULL on
- * ENOMEM, or when p is not counted in samples. */
 /* The period of a rate (Hz, above 0) in whole nanoseconds: 1e9 / hz, cut
  * to an integer, except that a rate whose period is a whole number but
  * for the rounding of doubles (1e9 / 9.000000000000002) gets that number,
  * so a rate read back from a period, or scaled by r / r, keeps it. */
 int64_t profile__period_ns(double hz);
+/* A copy of p (a profile counted in samples) where each sample is kept
+ * with probability keep, as if it had been taken at keep times the rate:
+ * the counts are binomial draws, so shares and totals stay unbiased;
+ * meta's rate is scaled.  *seed is the generator's state.  NULL on
+ * ENOMEM, or when p is not counted in samples. */
 struct profile *profile__thin(const struct profile *p, double keep,
 			      uint64_t *seed);
 /* How many strings, frames, stacks, threads and cgroups p interns: what
