@@ -72,8 +72,11 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     burn = function_kinds(prof, "burn_phase")
     sleep = function_kinds(prof, "sleep_phase")
     lock = function_kinds(prof, "lock_phase")
-    got = {"burn": burn.get("cpu", 0), "sleep": sleep.get("sleep", 0),
-           "lock": lock.get("lock", 0)}
+    # the burn phase's wall time is on the CPU or waiting for one: a busy
+    # host preempts it (133 ms of 758 once, with a core taken by another
+    # job), and the workload's clock counts that wait too
+    running = burn.get("cpu", 0) + burn.get("runqueue", 0)
+    got = {"burn": running, "sleep": sleep.get("sleep", 0), "lock": lock.get("lock", 0)}
     total = sum(by_thread(prof)[worker].values())
     elapsed = truth["threads"][str(worker)]["elapsed"]
     # Quarantined 3 Dec 2026, like test_gil_contention: on a loaded host the
@@ -89,7 +92,7 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     # the right cause under each function, nearly all of its time
     assert sleep.get("sleep", 0) >= 0.9 * sum(sleep.values()), sleep
     assert lock.get("lock", 0) >= 0.9 * sum(lock.values()), lock
-    assert burn.get("cpu", 0) >= 0.9 * sum(burn.values()), burn
+    assert running >= 0.9 * sum(burn.values()), burn
     if short:
         pytest.xfail("%s: the worker's time in the profile is %.3f s, it ran %.3f s" % (
             ointerp.id, total, elapsed))
