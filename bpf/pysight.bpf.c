@@ -85,6 +85,7 @@ struct tstate_entry {
 	__u64 ts;
 	__u64 interp;		/* where it was found, or the first walked */
 	__u64 head;		/* interp's list head at a failed walk */
+	__u64 head_id;		/* and the thread id that head had then */
 	__u32 status;		/* what a failed walk said */
 };
 
@@ -331,6 +332,16 @@ static __always_inline void tstate_cache(struct task_struct *task, __u32 tid,
 		bpf_map_update_elem(&tstates, &tid, entry, BPF_ANY);
 }
 
+/* The thread id a thread state holds, 0 if unreadable. */
+static __always_inline __u64 tstate_id(__u64 tstate, __u16 id_off)
+{
+	__u64 id = 0;
+
+	if (tstate)
+		read_u64(tstate + id_off, &id);
+	return id;
+}
+
 static __always_inline int find_tstate(const struct py_proc *proc,
 				       struct task_struct *task, __u32 tid,
 				       __u64 *out)
@@ -354,9 +365,16 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
+	/*
+	 * Not found lately, and the list has not changed since.  A new
+	 * thread state is linked at the head before its thread id is set:
+	 * a walk in between misses it, and the head alone would keep that
+	 * answer for the whole TTL (3.14's processes lost their first tens
+	 * of ms to it), so the head's id must not have changed either.
+	 */
 	if (cached && !cached->tstate && now - cached->ts < PYSIGHT_NEG_TTL_NS &&
 	    !read_u64(cached->interp + off->interp_threads_head, &head) &&
-	    head == cached->head)
+	    head == cached->head && tstate_id(head, w.id_off) == cached->head_id)
 		return -(int)cached->status;
 	count(CNT_TSTATE_WALK);
 
@@ -385,6 +403,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 			break;
 	}
 	entry.tstate = 0;
+	entry.head_id = tstate_id(entry.head, w.id_off);
 	entry.status = w.looped ? ST_ERR_THREAD_LOOP : ST_NO_TSTATE;
 	tstate_cache(task, tid, &entry);
 	return -(int)entry.status;
@@ -888,6 +907,7 @@ struct thread_state {
 	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
 	__u8 kind, pending_kind;	/* why: enum sample_kind */
 	__u8 pad[6];
+	__u64 ran_at_off;	/* its CPU time when it left */
 };
 
 struct {
@@ -1058,6 +1078,7 @@ static __always_inline void take_pending(void *ctx, struct thread_state *t,
 /* A thread leaves the CPU (current is prev): note when, and why. */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 {
+	__u64 now, ran, off, ran_since;
 	struct thread_state *t;
 	struct py_proc *proc;
 	unsigned int state;
@@ -1078,10 +1099,31 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 			return;
 		count(CNT_THREAD_STATES);
 	}
+	now = bpf_ktime_get_ns();
+	ran = BPF_CORE_READ(prev, se.sum_exec_runtime);
+	if (t->off_since) {
+		/*
+		 * It came back on without this program seeing it (a few
+		 * times a recording, on a busy host): its interval ended
+		 * where the CPU time it has used since began.
+		 */
+		count(CNT_OFF_UNSEEN);
+		off = now - t->off_since;
+		ran_since = ran - t->ran_at_off;
+		t->off_since = 0;
+		if (off > ran_since) {
+			if (!t->pending) {
+				t->pending_kind = t->kind;
+				t->pending_kstack = t->kstack;
+			}
+			t->pending += off - ran_since;
+		}
+	}
 	if (t->pending)		/* it ran, and no hook took the last one */
 		take_pending(ctx, t, prev);
 	state = BPF_CORE_READ(prev, __state);
-	t->off_since = bpf_ktime_get_ns();
+	t->off_since = now;
+	t->ran_at_off = ran;
 	t->kind = classify(prev, proc, state);
 	t->kstack = kernel_stacks ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
 }
@@ -1216,6 +1258,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 			count(CNT_THREAD_STATES);
 		}
 		t->off_since = bpf_ktime_get_ns();
+		t->ran_at_off = BPF_CORE_READ(task, se.sum_exec_runtime);
 		t->kind = r.kind;
 		t->kstack = -1;
 		return 0;

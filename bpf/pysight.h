@@ -202,6 +202,7 @@ enum counter {
 	CNT_OFF_INTERVALS,	/* off-CPU intervals ended */
 	CNT_OFF_WALKED,		/* of them, with a stack taken */
 	CNT_THREAD_STATES,	/* per-thread off-CPU states alive */
+	CNT_OFF_UNSEEN,		/* intervals whose switch back in was missed */
 	CNT_STATUS_BASE,	/* + enum sample_status */
 	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
 };

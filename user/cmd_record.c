@@ -255,9 +255,11 @@ static void summary(struct record *r, double secs)
 		session__print_held(&st);
 	if (r->s.o.mode != MODE_CPU) {
 		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
-			" with a stack taken; time in the profile by process "
-			"(the folded file counts microseconds):\n",
-			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED]);
+			" with a stack taken, %" PRIu64 " whose end went unseen "
+			"(closed at the next switch); time in the profile by "
+			"process (the folded file counts microseconds):\n",
+			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED],
+			st.counters[CNT_OFF_UNSEEN]);
 		print_breakdown(p);
 	}
 	if (st.first_error)

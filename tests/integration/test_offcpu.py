@@ -109,22 +109,30 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     assert sum(off_burn.values()) <= 0.05 * off_total, off_burn
 
 
-@pytest.mark.xfail(strict=False, reason="3 Dec 2026: on a quiet machine 2.5-2.7% of a "
-                   "thread's wall time went missing (tolerance 2%) after the day's merges; "
-                   "open in #12's note, to bisect")
 def test_gil_contention(ointerp, procs, staging, workdir):
-    """Two threads burning CPU on two CPUs: each is on the CPU or waiting
-    for the GIL, and the two add up to its wall time."""
+    """Two threads burning CPU on two CPUs: each is on the CPU, waiting
+    for the GIL or, on a busy host, waiting for a CPU, and those add up
+    to its wall time."""
     prof, truth, _ = record(procs, staging, workdir, ointerp, "gil", 3)
     threads = by_thread(prof)
+    short = []
     for tid, t in truth["threads"].items():
         kinds = threads.get(int(tid), {})
         total = sum(kinds.values())
         print("%s %s: elapsed %.3f s, thread_time %.3f s, profile %s" % (
             ointerp.id, t["name"], t["elapsed"], t["cpu"], kinds))
-        assert abs(total - t["elapsed"]) <= 0.02 * t["elapsed"], (t, kinds)
+        # Quarantined: each thread's wall total comes out 0.1-1.8% short
+        # (36 threads, 3 Dec 2026), 2.5-2.7% once the day before; the
+        # cause is open in #12.  Everything else is checked.
+        if abs(total - t["elapsed"]) > 0.02 * t["elapsed"]:
+            short.append("%s: %.3f s of %.3f s" % (t["name"], total, t["elapsed"]))
         assert abs(kinds.get("cpu", 0) - t["cpu"]) <= 0.05 * t["elapsed"], (t, kinds)
-        assert kinds.get("gil", 0) >= 0.8 * (t["elapsed"] - t["cpu"]), (t, kinds)
+        # blocked, not runnable: the GIL.  (With a core taken by another
+        # job, 0.7 s of the 1.6 s off the CPU was the run queue.)
+        blocked = t["elapsed"] - t["cpu"] - kinds.get("runqueue", 0)
+        assert kinds.get("gil", 0) >= 0.8 * blocked, (t, kinds)
+    if short:
+        pytest.xfail("%s: wall time short: %s" % (ointerp.id, ", ".join(short)))
 
 
 def test_io_and_idle_asyncio(ointerp, procs, staging, workdir):
@@ -240,3 +248,4 @@ def test_kernel_stacks(procs, staging, workdir):
     assert kernel and all(n.endswith("_[k]") for n in kernel), names
     assert any("nanosleep" in n for n in kernel) and kernel[-1] in (
         "__schedule_[k]", "schedule_[k]"), kernel
+
