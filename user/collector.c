@@ -213,6 +213,11 @@ int collector__add_target(struct collector *c, pid_t pid)
 	return sampler__add_target(c->sampler, pid);
 }
 
+int collector__expect_exe(struct collector *c, const char *path, pid_t pid)
+{
+	return registry__expect_exe(c->reg, path, pid);
+}
+
 int collector__poll(struct collector *c, int max_ms)
 {
 	/* new stacks and processes wake us; known stacks wait for the

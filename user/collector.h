@@ -62,6 +62,8 @@ int collector__add_pid(struct collector *c, pid_t pid, char *err,
 		       size_t errlen);
 /* A process to sample once it runs Python, and its children. */
 int collector__add_target(struct collector *c, pid_t pid);
+/* pid is about to exec path: see registry__expect_exe(). */
+int collector__expect_exe(struct collector *c, const char *path, pid_t pid);
 int collector__start(struct collector *c, char *err, size_t errlen);
 /* The recording ends: close the off-CPU intervals still open, with the
  * stacks of their threads read from user space. */

@@ -412,6 +412,50 @@ int process__facts_of_fd(int fd, const char *path, struct pyproc_info *info,
 	return f.ret;
 }
 
+int process__exec_facts(struct interp_cache *c, const char *path,
+			struct pyproc_info *info)
+{
+	struct interp_facts *scratch = NULL;
+	const struct interp_facts *f;
+	struct mapping m = {};
+	struct py_binary_key id;
+	struct stat st;
+	int fd, ret;
+
+	memset(info, 0, sizeof(*info));
+	info->interp_fd = -1;
+	/* not blocking on a FIFO named like a command */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	if (!c && !(scratch = malloc(sizeof(*scratch)))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	snprintf(m.path, sizeof(m.path), "%s", path);
+	process__file_key(&st, &id);
+	f = facts_of(c, fd, &id, &m, scratch);
+	ret = f->ret ? f->ret : f->is_exec ? 0 : -ENOTSUP;
+	if (ret) {
+		close(fd);
+		goto out;
+	}
+	*info = f->info;
+	snprintf(info->interp_path, sizeof(info->interp_path), "%s", path);
+	info->interp_fd = fd;
+	info->interp_key = id;
+	info->exe_key = id;
+	info->exe_known = true;
+	info->exe_reusable = true;
+out:
+	free(scratch);
+	return ret;
+}
+
 static int inspect_file(struct interp_cache *c, pid_t pid,
 			const struct mapping *m, bool is_exe,
 			struct pyproc_info *info, char *err, size_t errlen)

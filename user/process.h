@@ -53,6 +53,15 @@ int process__facts_of_fd(int fd, const char *path, struct pyproc_info *info,
 			 char *err, size_t errlen);
 int process__version_from_name(const char *path, int *major, int *minor);
 
+/*
+ * The facts of an executable about to be run, for any process of it:
+ * 0 when path is a regular file, a CPython executable holding its own
+ * _PyRuntime and loaded at fixed addresses (not position-independent),
+ * with interp_fd open; else -errno.  Cached in c like an inspection.
+ */
+int process__exec_facts(struct interp_cache *c, const char *path,
+			struct pyproc_info *info);
+
 /* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
 __u64 process__kernel_dev(dev_t dev);
 /* A file's identity as BPF computes it from the inode. */

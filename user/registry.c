@@ -291,6 +291,29 @@ int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen)
 	return e ? 0 : -ENOMEM;
 }
 
+int registry__expect_exe(struct registry *r, const char *path, pid_t pid)
+{
+	struct pyproc_info info;
+	struct py_proc p;
+	int err;
+
+	err = process__exec_facts(r->interps, path, &info);
+	if (err)
+		return err;
+	p = info.proc;
+	/* as set_python(): the code cache once deallocs are watched */
+	if (!sampler__watch_code_free(r->sampler, &info.interp_key,
+				      info.interp_fd, info.code_free_offset,
+				      pid))
+		p.flags |= PY_PROC_F_CODE_CACHE;
+	err = sampler__set_binary(r->sampler, &info.exe_key, &p);
+	if (!err && r->verbose)
+		fprintf(stderr, "pysight: %s is Python 3.%d, known before it "
+			"runs\n", path, info.minor);
+	process__release(&info);
+	return err;
+}
+
 const struct pyproc *registry__get(struct registry *r, pid_t pid)
 {
 	struct entry *e;

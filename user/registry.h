@@ -35,6 +35,10 @@ void registry__free(struct registry *r);
 void registry__discover(struct registry *r, pid_t pid);
 /* -p PID: inspect now; on failure -errno and the reason in err. */
 int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen);
+/* A command about to exec path (pid: the child that will): when path
+ * is an interpreter BPF can configure by itself, tell BPF now, so the
+ * process is sampled from its exec, not once user space has looked. */
+int registry__expect_exe(struct registry *r, const char *path, pid_t pid);
 /* The process, or NULL.  Processes BPF configured by itself (a known
  * interpreter binary, a fork) are read back from its map. */
 const struct pyproc *registry__get(struct registry *r, pid_t pid);

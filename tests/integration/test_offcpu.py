@@ -249,3 +249,32 @@ def test_kernel_stacks(procs, staging, workdir):
     assert any("nanosleep" in n for n in kernel) and kernel[-1] in (
         "__schedule_[k]", "schedule_[k]"), kernel
 
+
+@pytest.mark.parametrize("how", ["exe", "shebang"])
+def test_command_sampled_from_its_exec(how, procs, workdir):
+    """record -- python: Debian's python3.11 (not position-independent)
+    is made known to BPF before it runs, directly or through a script's
+    "#!/usr/bin/env", so a sleep that starts with the program is there in
+    full.  Found only after its exec, the process was still being looked
+    at when the sleep began, and the sleep was lost."""
+    interp = find_interp("3.11", "debian")
+    if interp is None:
+        pytest.skip("no Debian python3.11")
+    code = "import time\ntime.sleep(0.5)\n"
+    if how == "exe":
+        argv = interp.argv("-I", "-S", "-c", code)
+    else:
+        script = os.path.join(workdir, "sleeper")
+        with open(script, "w") as f:
+            f.write("#!/usr/bin/env -S %s -I -S\n%s" % (interp.exe, code))
+        os.chmod(script, 0o755)
+        argv = [script]
+    out = os.path.join(workdir, "first.folded")
+    run = run_pysight(procs, ["record", "-v", "--mode", "wall", "-o", out, "-r", RATE, "--"]
+                      + argv, timeout=60)
+    assert_recorded(run)
+    assert "%s is Python 3.11, known before it runs" % interp.exe in run.stderr, \
+        run.stderr[-2000:]
+    prof = Profile.load(out)
+    slept = sum(us for frames, us in prof.stacks if kind_of(frames) == "sleep") / 1e6
+    assert 0.497 <= slept <= 0.52, "%.3f s of the 0.5 s sleep:\n%s" % (slept, prof.top())
