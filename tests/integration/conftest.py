@@ -381,6 +381,31 @@ def pct(part, whole):
     return 100.0 * part / whole if whole else 0.0
 
 
+def cpu_s(pid):
+    """A process's CPU seconds so far, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuShare:
+    """Each pid's share of one CPU while the block runs: what a burner
+    really got, on a host where other jobs take their part."""
+
+    def __init__(self, *pids):
+        self.pids = [int(p) for p in pids]
+
+    def __enter__(self):
+        self.t0 = time.monotonic()
+        self.c0 = [cpu_s(p) for p in self.pids]
+        return self
+
+    def __exit__(self, *exc):
+        dt = time.monotonic() - self.t0
+        self.shares = [(cpu_s(p) - c) / dt for p, c in zip(self.pids, self.c0)]
+        self.share = sum(self.shares)
+
+
 # --------------------------------------------------------------------------
 # Running pysight and cleaning up
 

@@ -4,7 +4,7 @@ import os
 import re
 import time
 
-from conftest import INTERPRETERS, Profile, Recorder, find_interp, pct
+from conftest import INTERPRETERS, Profile, Recorder, cpu_s, find_interp, pct
 from test_formats import go_top
 
 RATE = 10000
@@ -61,9 +61,3 @@ def test_ring_buffer_overflow(procs, staging, workdir):
     assert abs(total - cpu) <= 0.15 * cpu, ("pprof says %.2f CPU s, the workers used %.2f s"
                                             % (total, cpu), top[:600], rec.stderr)
 
-
-def cpu_s(pid):
-    """A process's CPU seconds so far, from /proc."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
