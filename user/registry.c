@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <uthash.h>
 
 #include "clock.h"
@@ -16,6 +17,7 @@
 
 #define RETRY_NS	(5 * 1000000ULL)
 #define MAX_RETRIES	40		/* 200 ms of a loader at work */
+#define MAX_EXEC_RACES	4		/* execs seen while inspecting once */
 
 struct entry {
 	struct pyproc p;
@@ -212,11 +214,35 @@ static void forget(struct registry *r, struct entry *e)
 	free(e);
 }
 
+/*
+ * Did pid exec since it was inspected?  BPF configures a new image at its
+ * exec (from the binary map when it knows the file), and what we wrote
+ * about the old one after that must not stand: a command run through
+ * env(1), or a child exec'ing once released, was seen as env or as
+ * pysight and set ignored just after it had become Python.  Asked after
+ * the write: an exec after this check rewrites the entry itself.
+ */
+static bool exec_raced(pid_t pid, const struct pyproc_info *info)
+{
+	struct py_binary_key now;
+	char path[64];
+	struct stat st;
+
+	if (!info->exe_known)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st))
+		return false;	/* gone: its exit cleans up */
+	process__file_key(&st, &now);
+	return memcmp(&now, &info->exe_key, sizeof(now)) != 0;
+}
+
 /* Not Python, or not one we can sample: BPF keeps the answer, and user
  * space forgets the process at once, so host-wide exec storms leave
  * nothing behind.  An executable that is not Python at all is also
- * remembered by BPF, so its next execs cost no event. */
-static void set_ignored(struct registry *r, struct entry *e,
+ * remembered by BPF, so its next execs cost no event.  true when the
+ * process exec'd meanwhile: it is kept, to be inspected again. */
+static bool set_ignored(struct registry *r, struct entry *e,
 			const struct pyproc_info *info, int why)
 {
 	struct py_proc ignored = { .state = PY_PROC_IGNORED };
@@ -231,20 +257,30 @@ static void set_ignored(struct registry *r, struct entry *e,
 			e->p.pid, strerror(-err));
 	if (why == -ENOEXEC && info->exe_known)
 		sampler__set_not_python(r->sampler, &info->exe_key);
+	if (why != -ESRCH && exec_raced(e->p.pid, info))
+		return true;
 	forget(r, e);
+	return false;
 }
 
 /* 0 done (either way), -EAGAIN try later. */
 static int inspect(struct registry *r, struct entry *e)
 {
 	struct pyproc_info info;
+	int ret, races = 0;
 	char err[256];
-	int ret;
+	bool raced;
 
+again:
 	ret = process__inspect(r->interps, e->p.pid, &info, err, sizeof(err));
 	if (!ret) {
 		set_python(r, e, &info);
+		raced = exec_raced(e->p.pid, &info);
 		process__release(&info);
+		if (raced && races++ < MAX_EXEC_RACES) {
+			e->p.state = PY_PROC_PENDING;
+			goto again;
+		}
 		return 0;
 	}
 	if (ret == -EAGAIN && e->retries++ < MAX_RETRIES) {
@@ -259,7 +295,11 @@ static int inspect(struct registry *r, struct entry *e)
 			fprintf(stderr, "pysight: skipping pid %d: %s\n",
 				e->p.pid, err);
 	}
-	set_ignored(r, e, &info, ret);
+	if (set_ignored(r, e, &info, ret)) {
+		if (races++ < MAX_EXEC_RACES)
+			goto again;
+		forget(r, e);
+	}
 	return 0;
 }
 
@@ -314,6 +354,22 @@ int registry__expect_exe(struct registry *r, const char *path, pid_t pid)
 	return err;
 }
 
+/* A process BPF configured by itself. */
+static const struct pyproc *adopt(struct registry *r, pid_t pid,
+				  const struct py_proc *proc)
+{
+	struct entry *e = get_entry(r, pid);
+
+	if (!e)
+		return NULL;
+	if (e->next_ns && r->retrying)
+		r->retrying--;
+	e->next_ns = 0;		/* an inspection it no longer needs */
+	mark_python(r, e, proc);
+	open_threads(r, pid);
+	return &e->p;
+}
+
 const struct pyproc *registry__get(struct registry *r, pid_t pid)
 {
 	struct entry *e;
@@ -324,15 +380,17 @@ const struct pyproc *registry__get(struct registry *r, pid_t pid)
 		return &e->p;
 	if (e && e->p.state == PY_PROC_PENDING && e->next_ns)
 		return NULL;
-	/* configured in the kernel from the binary map or by a fork */
+	/* configured in the kernel from the binary map or by a fork, its
+	 * EV_ADOPTED lost (a full ring) */
 	if (sampler__get_proc(r->sampler, pid, &p) || p.state != PY_PROC_PYTHON)
 		return NULL;
-	e = get_entry(r, pid);
-	if (!e)
-		return NULL;
-	mark_python(r, e, &p);
-	open_threads(r, pid);
-	return &e->p;
+	return adopt(r, pid, &p);
+}
+
+void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc)
+{
+	if (proc->state == PY_PROC_PYTHON)
+		adopt(r, pid, proc);
 }
 
 void registry__exit(struct registry *r, pid_t pid)
