@@ -801,6 +801,24 @@ static __always_inline int exe_key(struct task_struct *task,
 	return 0;
 }
 
+static __always_inline void emit_adopted(__u32 tgid, const struct py_proc *proc)
+{
+	struct adopt_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RB_DROPS);
+		return;
+	}
+	e->hdr.kind = EV_ADOPTED;
+	e->hdr.pid = tgid;
+	e->hdr.tid = tgid;
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts = bpf_ktime_get_ns();
+	e->proc = *proc;
+	bpf_ringbuf_submit(e, 0);
+}
+
 /*
  * A process of an executable already inspected needs no question to user
  * space: its facts come from the binary map, or it is known not to be
@@ -818,7 +836,9 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 		return false;
 	known = bpf_map_lookup_elem(&binaries, &key);
 	if (known) {
-		bpf_map_update_elem(&procs, &tgid, known, flags);
+		/* under BPF_NOEXIST another CPU may have got there first */
+		if (!bpf_map_update_elem(&procs, &tgid, known, flags))
+			emit_adopted(tgid, known);
 		count(CNT_BINARY_HIT);
 		return true;
 	}
@@ -1364,8 +1384,9 @@ int BPF_PROG(pysight_fork, struct task_struct *parent, struct task_struct *child
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
 	/* a forked child shares its parent's image and addresses */
 	proc = bpf_map_lookup_elem(&procs, &ptgid);
-	if (proc && proc->state == PY_PROC_PYTHON)
-		bpf_map_update_elem(&procs, &ctgid, proc, BPF_ANY);
+	if (proc && proc->state == PY_PROC_PYTHON &&
+	    !bpf_map_update_elem(&procs, &ctgid, proc, BPF_ANY))
+		emit_adopted(ctgid, proc);
 	return 0;
 }
 

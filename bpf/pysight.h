@@ -188,6 +188,7 @@ enum event_kind {
 	EV_NEW_PID = 2,		/* a process BPF does not know yet */
 	EV_EXEC = 3,
 	EV_EXIT = 4,
+	EV_ADOPTED = 5,		/* configured by BPF itself: struct adopt_event */
 };
 
 enum counter {
@@ -261,6 +262,17 @@ enum iter_mode {
 struct pid_event {
 	struct event_header hdr;
 	char comm[PYSIGHT_COMM_LEN];
+};
+
+/*
+ * A process BPF configured without asking: at its exec, from the binary
+ * map, or at its fork, from its parent.  Ahead of its samples in the
+ * ring, so user space knows it even when the samples are read after it
+ * exited (its entry in procs is gone by then).
+ */
+struct adopt_event {
+	struct event_header hdr;
+	struct py_proc proc;
 };
 
 /*

@@ -694,6 +694,13 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 		forget_process(c, h->pid);
 		registry__discover(c->reg, h->pid);
 		break;
+	case EV_ADOPTED:
+		if (size < sizeof(struct adopt_event))
+			return 0;
+		forget_process(c, h->pid);
+		registry__adopt(c->reg, h->pid,
+				&((const struct adopt_event *)data)->proc);
+		break;
 	case EV_EXIT:
 		forget_process(c, h->pid);
 		registry__exit(c->reg, h->pid);

@@ -277,4 +277,5 @@ def test_command_sampled_from_its_exec(how, procs, workdir):
         run.stderr[-2000:]
     prof = Profile.load(out)
     slept = sum(us for frames, us in prof.stacks if kind_of(frames) == "sleep") / 1e6
-    assert 0.497 <= slept <= 0.52, "%.3f s of the 0.5 s sleep:\n%s" % (slept, prof.top())
+    assert 0.497 <= slept <= 0.52, "%.3f s of the 0.5 s sleep:\n%s\n%s" % (
+        slept, prof.top(), run.stderr[-2000:])
