@@ -830,7 +830,7 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 {
 	struct py_binary_key key = {};
 	struct py_proc ignored = { .state = PY_PROC_IGNORED };
-	struct py_proc *known;
+	struct py_proc *known, *old;
 
 	if (exe_key(task, &key))
 		return false;
@@ -843,6 +843,12 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 		return true;
 	}
 	if (bpf_map_lookup_elem(&not_python, &key)) {
+		/* a Python process (a fork, say) exec'ing a known other
+		 * program: user space forgets what it holds for the pid,
+		 * no event coming at its exit */
+		old = bpf_map_lookup_elem(&procs, &tgid);
+		if (old && old->state != PY_PROC_IGNORED)
+			emit_adopted(tgid, &ignored);
 		bpf_map_update_elem(&procs, &tgid, &ignored, flags);
 		return true;
 	}

@@ -268,7 +268,8 @@ struct pid_event {
  * A process BPF configured without asking: at its exec, from the binary
  * map, or at its fork, from its parent.  Ahead of its samples in the
  * ring, so user space knows it even when the samples are read after it
- * exited (its entry in procs is gone by then).
+ * exited (its entry in procs is gone by then).  proc.state is
+ * PY_PROC_IGNORED when it exec'd a program known not to be Python.
  */
 struct adopt_event {
 	struct event_header hdr;

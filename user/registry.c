@@ -389,8 +389,15 @@ const struct pyproc *registry__get(struct registry *r, pid_t pid)
 
 void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc)
 {
-	if (proc->state == PY_PROC_PYTHON)
+	struct entry *e;
+
+	if (proc->state == PY_PROC_PYTHON) {
 		adopt(r, pid, proc);
+		return;
+	}
+	HASH_FIND_INT(r->map, &pid, e);
+	if (e)
+		forget(r, e);
 }
 
 void registry__exit(struct registry *r, pid_t pid)

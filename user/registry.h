@@ -40,7 +40,8 @@ int registry__add(struct registry *r, pid_t pid, char *err, size_t errlen);
  * process is sampled from its exec, not once user space has looked. */
 int registry__expect_exe(struct registry *r, const char *path, pid_t pid);
 /* A process BPF configured by itself (EV_ADOPTED): known from now on,
- * until its exit, so samples read after that are still its. */
+ * until its exit, so samples read after that are still its; or, not
+ * Python, forgotten. */
 void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc);
 /* The process, or NULL.  Processes BPF configured by itself (a known
  * interpreter binary, a fork) are read back from its map. */
