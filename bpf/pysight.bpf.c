@@ -115,7 +115,12 @@ struct code_slot {
 	__u32 tgid;
 	__u32 check;
 	__u64 tag;
+	__u64 seen_ns;		/* when a walk put it here */
 };
+
+/* A cached code object freed sooner than this after a walk met it may
+ * not have been named yet: its dealloc sends its bytes (EV_CODE). */
+#define CODE_RECENT_NS	(1000 * 1000000ULL)
 
 /*
  * (tgid, code object) -> identity check, for processes whose code
@@ -494,6 +499,7 @@ static __always_inline int cached_check(struct frame_ctx *c,
 		slot->code = code;
 		slot->tgid = c->tgid;
 		slot->check = *check;
+		slot->seen_ns = bpf_ktime_get_ns();
 		slot->tag = slot_tag(c->tgid, c->epoch, code, *check);
 	}
 	return err;
@@ -1045,7 +1051,7 @@ static __always_inline __u8 classify(struct task_struct *task,
 	case NR_futex:
 		if (!futex_waits(a1))
 			return KIND_OTHER;
-		gil = gil_addr(proc);
+		gil = proc->state == PY_PROC_PYTHON ? gil_addr(proc) : 0;
 		if (gil && a0 >= gil && a0 < gil + proc->off.gil_size)
 			return KIND_GIL;
 		return KIND_LOCK;
@@ -1065,9 +1071,11 @@ static __always_inline __u8 classify(struct task_struct *task,
 	return state & TASK_UNINTERRUPTIBLE ? KIND_IO : KIND_OTHER;
 }
 
-/* The process of a task, when it is a Python process we sample. */
+/* The process of a task, when it is a Python process we sample, or (with
+ * pending) one user space is still looking at. */
 static __always_inline struct py_proc *python_of(struct task_struct *task,
-						 __u32 *tgid, bool current)
+						 __u32 *tgid, bool current,
+						 bool pending)
 {
 	struct py_proc *proc;
 
@@ -1075,7 +1083,12 @@ static __always_inline struct py_proc *python_of(struct task_struct *task,
 	if (!wanted(*tgid) || !in_cgroups(task, current))
 		return NULL;
 	proc = bpf_map_lookup_elem(&procs, tgid);
-	return proc && proc->state == PY_PROC_PYTHON ? proc : NULL;
+	if (!proc)
+		return NULL;
+	if (proc->state == PY_PROC_PYTHON ||
+	    (pending && proc->state == PY_PROC_PENDING))
+		return proc;
+	return NULL;
 }
 
 /*
@@ -1110,7 +1123,15 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	unsigned int state;
 	__u32 tgid;
 
-	proc = python_of(prev, &tgid, true);
+	/*
+	 * A process user space has not answered for yet may be Python: its
+	 * intervals open now, so a sleep that begins before the answer
+	 * (a 'record -- CMD' of a position-independent Python: 4-8 ms of
+	 * its first sleep) is whole.  Their stacks are taken only if it is
+	 * Python by then.  Its GIL is not known yet: a wait on it counts as
+	 * a lock.
+	 */
+	proc = python_of(prev, &tgid, true, true);
 	if (!proc)
 		return;
 	t = bpf_task_storage_get(&threads, prev, 0, 0);
@@ -1255,7 +1276,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
-	proc = python_of(task, &tgid, false);
+	proc = python_of(task, &tgid, false, false);
 	if (!proc || (iter_tgid && tgid != iter_tgid))
 		return 0;
 	r.tgid = tgid;
@@ -1423,6 +1444,110 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * A str object's header and as much of its text as fits in buf
+ * (PYSIGHT_SNAP_STR): the bytes read, 0 when none could be.
+ */
+static __always_inline __u32 snap_str(const struct py_offsets *off,
+				      __u64 addr, __u8 *buf)
+{
+	__u32 state, data_off, kind;
+	__u64 len, n;
+
+	if (!addr || bpf_probe_read_user(buf, 64, (void *)addr))
+		return 0;
+	if (off->unicode_state > 60 || off->unicode_length > 56)
+		return 64;
+	state = *(__u32 *)(buf + off->unicode_state);
+	len = *(__u64 *)(buf + off->unicode_length);
+	kind = (state >> 2) & 7;
+	data_off = (state >> 6) & 1 ? off->unicode_ascii_data :
+				      off->unicode_compact_data;
+	if (data_off > 64 || !kind || kind > 4 ||
+	    len > PYSIGHT_SNAP_STR)
+		len = PYSIGHT_SNAP_STR;
+	else
+		len = data_off + len * kind;
+	if (len <= 64)
+		return 64;
+	n = len - 64;
+	if (n > PYSIGHT_SNAP_STR - 64)
+		n = PYSIGHT_SNAP_STR - 64;
+	barrier_var(n);		/* the read's size is the clamped one */
+	/* a string ending near a page's end: retry what is mapped */
+	if (bpf_probe_read_user(buf + 64, n, (void *)(addr + 64)))
+		return 64;
+	return 64 + n;
+}
+
+/* A bytes object's header and up to 4 KiB of its contents. */
+static __always_inline __u32 snap_bytes(const struct py_offsets *off,
+					__u64 addr, __u8 *buf)
+{
+	__u64 len, n;
+
+	if (!addr || bpf_probe_read_user(buf, 32, (void *)addr))
+		return 0;
+	if (off->bytes_size > 24 || off->bytes_data != 32)
+		return 32;
+	len = *(__u64 *)(buf + off->bytes_size);
+	n = len < PYSIGHT_SNAP_LT - 32 ? len : PYSIGHT_SNAP_LT - 32;
+	barrier_var(n);
+	if (!n || bpf_probe_read_user(buf + 32, n, (void *)(addr + 32)))
+		return 32;
+	return 32 + n;
+}
+
+/* What user space needs to name code it has not named yet: sent at its
+ * dealloc, in the target's context, while all of it is alive. */
+static __always_inline void emit_code(__u32 tgid, __u64 code, __u32 check)
+{
+	struct py_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+	const struct py_offsets *off;
+	struct code_event *e;
+	__u64 p;
+
+	if (!proc || proc->state != PY_PROC_PYTHON)
+		return;
+	off = &proc->off;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_RB_DROPS);
+		return;
+	}
+	e->hdr.kind = EV_CODE;
+	e->hdr.pid = tgid;
+	e->hdr.tid = (__u32)bpf_get_current_pid_tgid();
+	e->hdr.cpu = bpf_get_smp_processor_id();
+	e->hdr.ts = bpf_ktime_get_ns();
+	e->code = code;
+	e->check = check;
+	e->pad = 0;
+	__builtin_memset(e->r, 0, sizeof(e->r));
+	if (bpf_probe_read_user(e->code_win, sizeof(e->code_win),
+				(void *)code)) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	e->r[SNAP_CODE].addr = code;
+	e->r[SNAP_CODE].len = sizeof(e->code_win);
+	p = WIN_U64(e->code_win, PYSIGHT_CODE_WINDOW, off->code_name);
+	e->r[SNAP_NAME].addr = p;
+	e->r[SNAP_NAME].len = snap_str(off, p, e->name);
+	p = off->code_qualname != PY_OFF_NONE ?
+		WIN_U64(e->code_win, PYSIGHT_CODE_WINDOW, off->code_qualname) : 0;
+	e->r[SNAP_QUAL].addr = p;
+	e->r[SNAP_QUAL].len = snap_str(off, p, e->qual);
+	p = WIN_U64(e->code_win, PYSIGHT_CODE_WINDOW, off->code_filename);
+	e->r[SNAP_FILE].addr = p;
+	e->r[SNAP_FILE].len = snap_str(off, p, e->file);
+	p = WIN_U64(e->code_win, PYSIGHT_CODE_WINDOW, off->code_linetable);
+	e->r[SNAP_LT].addr = p;
+	e->r[SNAP_LT].len = snap_bytes(off, p, e->lt);
+	bpf_ringbuf_submit(e, 0);
+	count(CNT_CODE_SENT);
+}
+
 /* The interpreter's code_dealloc (PyCode_Type.tp_dealloc), per binary. */
 SEC("uprobe")
 int BPF_KPROBE(pysight_code_free, void *code)
@@ -1432,6 +1557,9 @@ int BPF_KPROBE(pysight_code_free, void *code)
 	struct code_slot *slot = bpf_map_lookup_elem(&code_checks, &idx);
 
 	if (slot && slot->code == (__u64)code && slot->tgid == tgid) {
+		if (slot->tag &&
+		    bpf_ktime_get_ns() - slot->seen_ns < CODE_RECENT_NS)
+			emit_code(tgid, (__u64)code, slot->check);
 		slot->tag = 0;
 		count(CNT_CODE_FREED);
 	}

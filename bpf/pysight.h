@@ -189,6 +189,7 @@ enum event_kind {
 	EV_EXEC = 3,
 	EV_EXIT = 4,
 	EV_ADOPTED = 5,		/* configured by BPF itself: struct adopt_event */
+	EV_CODE = 6,		/* a code object freed soon after it was seen */
 };
 
 enum counter {
@@ -204,6 +205,7 @@ enum counter {
 	CNT_OFF_WALKED,		/* of them, with a stack taken */
 	CNT_THREAD_STATES,	/* per-thread off-CPU states alive */
 	CNT_OFF_UNSEEN,		/* intervals whose switch back in was missed */
+	CNT_CODE_SENT,		/* of code objects freed, sent (EV_CODE) */
 	CNT_STATUS_BASE,	/* + enum sample_status */
 	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
 };
@@ -274,6 +276,40 @@ struct pid_event {
 struct adopt_event {
 	struct event_header hdr;
 	struct py_proc proc;
+};
+
+/*
+ * A code object freed soon after a stack walk first met it: its bytes as
+ * they were at its dealloc, so user space can still name it when the
+ * sample that holds it is read after the free (the last stack of a short
+ * script: its module's code dies microseconds after the stack is taken).
+ * Regions in order: the code object's window, its name, qualname and file
+ * name (str objects: header and text), its line table (a bytes object).
+ * A region's len is what was read, 0 when nothing was.  The bytes are the
+ * target's: hostile, parsed as if read from its memory.
+ */
+#define PYSIGHT_SNAP_STR	576	/* a str's header and 512 bytes of text */
+#define PYSIGHT_SNAP_LT		4128	/* a bytes header and 4 KiB of table */
+
+enum { SNAP_CODE, SNAP_NAME, SNAP_QUAL, SNAP_FILE, SNAP_LT, SNAP__MAX };
+
+struct snap_region {
+	__u64 addr;
+	__u32 len;
+	__u32 pad;
+};
+
+struct code_event {
+	struct event_header hdr;
+	__u64 code;
+	__u32 check;		/* the identity BPF cached for it */
+	__u32 pad;
+	struct snap_region r[SNAP__MAX];
+	__u8 code_win[PYSIGHT_CODE_WINDOW];
+	__u8 name[PYSIGHT_SNAP_STR];
+	__u8 qual[PYSIGHT_SNAP_STR];
+	__u8 file[PYSIGHT_SNAP_STR];
+	__u8 lt[PYSIGHT_SNAP_LT];
 };
 
 /*

@@ -57,6 +57,21 @@ struct cproc {
 	UT_hash_handle hh;
 };
 
+/*
+ * A sample with a frame we could not name, held until the ring has been
+ * read to its end: the code object was freed before we read it, and its
+ * dealloc sent its bytes (EV_CODE) after the sample.  The samples of its
+ * process that follow wait behind it, so they keep their order.
+ */
+struct deferred {
+	struct deferred *next;
+	size_t size;
+	pid_t pid;
+	_Alignas(8) unsigned char data[];
+};
+
+#define MAX_DEFERRED	256
+
 /* A Python stack with a kernel stack below it (--kernel-stacks). */
 struct with_kernel {
 	struct {
@@ -86,6 +101,10 @@ struct collector {
 	struct ksyms *ksyms;		/* loaded at the first kernel stack */
 	uint64_t unknown_stacks, unknown_frames, forgotten_stacks;
 	uint64_t closed_intervals;	/* read from user space at the end */
+	uint64_t codes_named;		/* from EV_CODE */
+	struct deferred *deferred;
+	unsigned int ndeferred;
+	bool replaying;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -185,6 +204,12 @@ void collector__free(struct collector *c)
 
 	if (!c)
 		return;
+	while (c->deferred) {
+		struct deferred *d = c->deferred;
+
+		c->deferred = d->next;
+		free(d);
+	}
 	forget_found(c);
 	HASH_ITER(hh, c->procs, cp, tmp) {
 		HASH_DEL(c->procs, cp);
@@ -218,6 +243,57 @@ int collector__expect_exe(struct collector *c, const char *path, pid_t pid)
 	return registry__expect_exe(c->reg, path, pid);
 }
 
+static int handle_sample(struct collector *c, const void *data, size_t size);
+
+static bool deferred_of(const struct collector *c, pid_t pid)
+{
+	const struct deferred *d;
+
+	for (d = c->ndeferred ? c->deferred : NULL; d; d = d->next)
+		if (d->pid == pid)
+			return true;
+	return false;
+}
+
+static int defer(struct collector *c, const void *data, size_t size,
+		 pid_t pid)
+{
+	struct deferred *d = malloc(sizeof(*d) + size), **end;
+
+	if (!d)
+		return -ENOMEM;
+	d->next = NULL;
+	d->size = size;
+	d->pid = pid;
+	memcpy(d->data, data, size);
+	for (end = &c->deferred; *end; end = &(*end)->next)
+		;
+	*end = d;
+	c->ndeferred++;
+	return 0;
+}
+
+/* The samples held back, of pid (0: all), in order; named or not now. */
+static void replay(struct collector *c, pid_t pid)
+{
+	struct deferred **at = &c->deferred, *d;
+
+	if (!c->ndeferred)
+		return;
+	c->replaying = true;
+	while ((d = *at)) {
+		if (pid && d->pid != pid) {
+			at = &d->next;
+			continue;
+		}
+		*at = d->next;
+		c->ndeferred--;
+		handle_sample(c, d->data, d->size);
+		free(d);
+	}
+	c->replaying = false;
+}
+
 int collector__poll(struct collector *c, int max_ms)
 {
 	/* new stacks and processes wake us; known stacks wait for the
@@ -226,6 +302,7 @@ int collector__poll(struct collector *c, int max_ms)
 				registry__retrying(c->reg) && max_ms > 5 ?
 					5 : max_ms);
 
+	replay(c, 0);
 	registry__tick(c->reg);
 	sampler__jitter(c->sampler);
 	sampler__adapt(c->sampler);
@@ -488,6 +565,26 @@ static const struct pstack *name_frames(struct collector *c,
 	return profile__stack(c->prof, out, n);
 }
 
+/* Can a sample with a frame not named wait for the code's EV_CODE?
+ * Only BPF sends those, for processes whose deallocs it watches. */
+static bool may_wait(const struct collector *c, const struct pyproc *pp)
+{
+	return c->sampler && !c->replaying && c->ndeferred < MAX_DEFERRED &&
+	       (pp->proc.flags & PY_PROC_F_CODE_CACHE);
+}
+
+static bool all_named(struct collector *c, const struct pyproc *pp,
+		      const struct py_frame *frames, int nframes)
+{
+	int i;
+
+	for (i = 0; i < nframes; i++)
+		if (!symcache__lookup(c->syms, pp->pid, &pp->proc,
+				      frames[i].code, frames[i].check))
+			return false;
+	return true;
+}
+
 static int add_stack(struct collector *c, struct cproc *cp,
 		     const struct pyproc *pp, const struct sample_event *ev,
 		     const struct py_frame *frames)
@@ -495,6 +592,8 @@ static int add_stack(struct collector *c, struct cproc *cp,
 	uint64_t misses = c->unknown_frames;
 	const struct pstack *stack;
 
+	if (may_wait(c, pp) && !all_named(c, pp, frames, ev->nframes))
+		return -EAGAIN;
 	stack = name_frames(c, pp, ev->status, frames, ev->nframes);
 	if (!stack)
 		return -ENOMEM;
@@ -644,11 +743,15 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 			sampler__forget_stack(c->sampler, ev->stack_hash);
 		return 0;
 	}
+	if (!c->replaying && deferred_of(c, ev->hdr.pid))
+		return defer(c, data, size, ev->hdr.pid);
 	cp = cproc_get(c, ev->hdr.pid);
 	if (!cp)
 		return -ENOMEM;
 	if (ev->has_frames) {
 		err = add_stack(c, cp, pp, ev, (const struct py_frame *)(ev + 1));
+		if (err == -EAGAIN)
+			return defer(c, data, size, ev->hdr.pid);
 		if (err)
 			return err;
 	}
@@ -680,15 +783,31 @@ static uint64_t weight_of(const struct collector *c, uint64_t ns)
 	return profile__unit(c->prof) == UNIT_SAMPLES ? 1 : ns;
 }
 
+/* A code object freed just after a walk met it, named from its bytes. */
+static void add_code(struct collector *c, const struct code_event *ev)
+{
+	const struct pyproc *pp = registry__get(c->reg, ev->hdr.pid);
+
+	if (pp && !symcache__add_snapshot(c->syms, ev->hdr.pid, &pp->proc, ev))
+		c->codes_named++;
+}
+
 int collector__handle(struct collector *c, const void *data, size_t size)
 {
 	const struct event_header *h = data;
 
 	if (size < sizeof(*h))
 		return 0;
+	/* what a process's held samples wait for ends with it */
+	if (h->kind != EV_SAMPLE && h->kind != EV_CODE)
+		replay(c, h->pid);
 	switch (h->kind) {
 	case EV_SAMPLE:
 		return handle_sample(c, data, size);
+	case EV_CODE:
+		if (size >= sizeof(struct code_event))
+			add_code(c, data);
+		break;
 	case EV_NEW_PID:
 	case EV_EXEC:
 		forget_process(c, h->pid);
@@ -732,6 +851,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->unknown_stacks = c->unknown_stacks;
 	st->unknown_frames = c->unknown_frames;
 	st->stale_symbols = symcache__stale(c->syms);
+	st->codes_named = c->codes_named;
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
@@ -837,6 +957,7 @@ int collector__finish(struct collector *c)
 	struct closing cl = { .c = c };
 	int ret;
 
+	replay(c, 0);
 	if (c->o.mode == MODE_CPU || !c->sampler)
 		return 0;
 	cl.sr = malloc(sizeof(*cl.sr));

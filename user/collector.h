@@ -36,6 +36,7 @@ struct collector_stats {
 	uint64_t unknown_stacks;	/* a stack's id came before its frames */
 	uint64_t unknown_frames;	/* frames that could not be named */
 	uint64_t stale_symbols;		/* code objects freed before naming */
+	uint64_t codes_named;		/* of those, named from their dealloc */
 	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */

@@ -113,7 +113,59 @@ int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-#define read_mem symbols__read_mem
+/*
+ * While set, reads are served from the bytes BPF copied at a code
+ * object's dealloc (EV_CODE), never from the process: the object and
+ * maybe the process are gone.
+ */
+static const struct code_event *snap;
+
+static const uint8_t *snap_data(const struct code_event *ev, int i,
+				size_t *cap)
+{
+	static const size_t caps[SNAP__MAX] = {
+		[SNAP_CODE] = PYSIGHT_CODE_WINDOW,
+		[SNAP_NAME] = PYSIGHT_SNAP_STR, [SNAP_QUAL] = PYSIGHT_SNAP_STR,
+		[SNAP_FILE] = PYSIGHT_SNAP_STR, [SNAP_LT] = PYSIGHT_SNAP_LT,
+	};
+	const uint8_t *data[SNAP__MAX] = {
+		ev->code_win, ev->name, ev->qual, ev->file, ev->lt,
+	};
+
+	*cap = ev->r[i].len < caps[i] ? ev->r[i].len : caps[i];
+	return data[i];
+}
+
+/* Bytes the snapshot holds from addr on, and where: 0 when none. */
+static size_t snap_room(uint64_t addr, const uint8_t **at)
+{
+	const uint8_t *data;
+	size_t cap;
+	int i;
+
+	for (i = 0; i < SNAP__MAX; i++) {
+		data = snap_data(snap, i, &cap);
+		if (snap->r[i].addr && addr >= snap->r[i].addr &&
+		    addr - snap->r[i].addr < cap) {
+			*at = data + (addr - snap->r[i].addr);
+			return cap - (addr - snap->r[i].addr);
+		}
+	}
+	return 0;
+}
+
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	const uint8_t *at;
+
+	if (!snap)
+		return symbols__read_mem(pid, addr, buf, len);
+	if (!len || snap_room(addr, &at) < len)
+		return -EFAULT;
+	memcpy(buf, at, len);
+	return 0;
+}
+
 static uint64_t get_u64(const uint8_t *win, size_t size, unsigned int off)
 {
 	uint64_t v = 0;
@@ -218,7 +270,15 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 		return NULL;
 	if (len > MAX_STR)
 		len = MAX_STR;
-	if (read_mem(pid, addr + data_off, raw, len * kind))
+	if (snap) {
+		/* BPF copied a few hundred bytes of text: cut there */
+		const uint8_t *at;
+		size_t room = snap_room(addr + data_off, &at) / kind;
+
+		if (len > room)
+			len = room;
+	}
+	if (len && read_mem(pid, addr + data_off, raw, len * kind))
 		return NULL;
 	s = malloc(len * 4 + 1);
 	if (!s)
@@ -251,6 +311,14 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
 		return -E2BIG;
+	if (snap) {
+		/* a table longer than BPF copies: no lines (the function's
+		 * first is shown), rather than lines from a cut table */
+		const uint8_t *at;
+
+		if (snap_room(addr + off->bytes_data, &at) < len)
+			len = 0;
+	}
 	*out = malloc(len ? len : 1);
 	if (!*out)
 		return -ENOMEM;
@@ -411,4 +479,24 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 	HASH_ADD(hh, p->map, key, sizeof(key), e);
 	sc->entries++;
 	return &e->sym;
+}
+
+int symcache__add_snapshot(struct symcache *sc, pid_t pid,
+			   const struct py_proc *proc,
+			   const struct code_event *ev)
+{
+	static struct code_event copy;
+	uint64_t misses = sc->misses, stale = sc->stale, one = 1;
+	const struct pysym *sym;
+
+	/* at its dealloc a code object's refcount is 0: alive, all the
+	 * same, when the copy was made */
+	copy = *ev;
+	memcpy(copy.code_win, &one, sizeof(one));
+	snap = &copy;
+	sym = symcache__lookup(sc, pid, proc, ev->code, ev->check);
+	snap = NULL;
+	sc->misses = misses;
+	sc->stale = stale;
+	return sym ? 0 : -EFAULT;
 }

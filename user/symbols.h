@@ -47,6 +47,14 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
 			uint32_t *check);
 
+/*
+ * Name a code object from the bytes BPF copied at its dealloc (EV_CODE),
+ * when it is not named yet: 0, or -EFAULT when they do not make one.
+ */
+int symcache__add_snapshot(struct symcache *sc, pid_t pid,
+			   const struct py_proc *proc,
+			   const struct code_event *ev);
+
 /* Drop every entry of a process that exited or exec'ed. */
 void symcache__forget(struct symcache *sc, pid_t pid);
 

@@ -250,6 +250,28 @@ def test_kernel_stacks(procs, staging, workdir):
         "__schedule_[k]", "schedule_[k]"), kernel
 
 
+@pytest.mark.all_interpreters
+def test_last_stack_named_after_exit(interp, procs, staging, workdir):
+    """A script ending in a sleep: the sleep's stack is read once its code
+    objects are freed (the module's microseconds after the sleep, the
+    function's as the interpreter ends).  BPF sends their bytes at their
+    dealloc, and the frames are named from them: the last stack of a script
+    was [unknown];[unknown] before."""
+    out = os.path.join(workdir, "last.folded")
+    run = run_pysight(procs, ["record", "-v", "--mode", "wall", "-o", out, "-r", RATE, "--"]
+                      + interp.argv(staging.script(interp, "last_sleep.py"), 0.3), timeout=60)
+    assert_recorded(run)
+    prof = Profile.load(out)
+    sleeps = [(f, us) for f, us in prof.stacks if kind_of(f) == "sleep"]
+    assert len(sleeps) == 1, prof.top()
+    frames, us = sleeps[0]
+    assert 0.297 <= us / 1e6 <= 0.33, prof.top()
+    named = [(fr.name, os.path.basename(fr.file or ""), fr.line) for fr in frames
+             if not fr.pseudo]
+    assert named == [("<module>", "last_sleep.py", 17), ("last_wait", "last_sleep.py", 14)], (
+        "%s\n%s" % (prof.top(), run.stderr[-600:]))
+
+
 @pytest.mark.parametrize("how", ["exe", "shebang"])
 def test_command_sampled_from_its_exec(how, procs, workdir):
     """record -- python: Debian's python3.11 (not position-independent)
