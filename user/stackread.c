@@ -95,9 +95,13 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
 	return (__s32)instr;
 }
 
-/* One frame: 1 to go on, 0 to stop, -status on an error. */
+/*
+ * One frame: 1 to go on, 0 to stop, -status on an error.  As walk_frame()
+ * in BPF, a frame whose caller was passed before ends the walk unkept, so
+ * dump and the sampler stop a looping chain at the same frame.
+ */
 static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
-		      struct stackread *out)
+		      struct loop_check *l, struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
 	__u8 win[PYSIGHT_FRAME_WINDOW];
@@ -113,6 +117,8 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 	code = win64(win, off->frame_code) & off->code_tag_mask;
 	instr = win64(win, off->frame_instr);
 	*frame = win64(win, off->frame_previous);
+	if (loop_check__seen(l, *frame))
+		return -ST_ERR_FRAME_LOOP;
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (off->owner_cstack && off->frame_owner < PYSIGHT_FRAME_WINDOW &&
 	    win[off->frame_owner] >= off->owner_cstack)
@@ -152,11 +158,8 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		return out->status = -ret;
 	l = (struct loop_check){ .mark = frame, .power = 1 };
 	/* one more than the limit, so a stack of exactly the limit is whole */
-	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++) {
-		ret = read_frame(pid, proc, &frame, out);
-		if (ret > 0 && loop_check__seen(&l, frame))
-			ret = -ST_ERR_FRAME_LOOP;
-	}
+	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
+		ret = read_frame(pid, proc, &frame, &l, out);
 	out->status = ret < 0 ? -ret : ST_COMPLETE;
 	if (out->status == ST_COMPLETE && !out->n)
 		out->status = ST_IDLE;

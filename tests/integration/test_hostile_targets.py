@@ -6,6 +6,7 @@ process that lies to a profiler, records host-wide, and asserts that
 pysight exits on time, profiles ratio.py correctly, says something about
 the liar (or leaves it out) and neither spins a core nor grows without
 bound while it does."""
+import json
 import os
 import re
 import shutil
@@ -149,6 +150,16 @@ def test_frame_loop(procs, staging, workdir):
     assert "frame_loop.<locals>.frame_loop_inner" in names, mine.top()
     assert "[partial stack]" in names, mine.top()
     assert re.search(r"frame chain loops\s+\d+", err), err[-3000:]
+    # dump walks the same chain from user space: it stops where BPF does
+    run = run_pysight(procs, ["dump", "--json", "-p", bad.pid], timeout=30)
+    assert run.returncode == 0, run.stderr
+    threads = json.loads(run.stdout)["processes"][0]["threads"]
+    looped = [t for t in threads if t["status"] == "frame chain loops"]
+    assert looped, run.stdout
+    dumped = tuple(fr["name"] for fr in reversed(looped[0]["frames"])
+                   if not fr["name"].startswith("["))
+    recorded = {tuple(fr.name for fr in python_frames(f[1:])) for f, _ in mine.stacks}
+    assert dumped in recorded, "dump walked %s, the recording has %s" % (dumped, recorded)
 
 
 def test_code_name_garbage(procs, staging, workdir):
