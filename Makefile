@@ -288,7 +288,8 @@ PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/write_pprof.c user/write_speedscope.c user/write_svg.c \
 		user/flatten.c user/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
-	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols
+	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
+	   $(OUTPUT)/fuzz_code_event
 # what inspecting an interpreter file takes
 ELF_SRCS := user/elffile.c user/process.c user/offsets.c user/offsets_table.c
 
@@ -316,11 +317,18 @@ $(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/symbols.c user/linetable.
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/symbols.c user/linetable.c user/offsets.c \
 		user/offsets_table.c -o $@
 
+# EV_CODE: a code object named from the bytes BPF copied at its dealloc
+$(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/linetable.c \
+		user/offsets.c user/offsets_table.c $(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -DFIXTURES=\"$(abspath tests/fixtures)\" $< \
+		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
+
 # Every harness starts from real inputs: interpreter binaries, their
 # _PyRuntime sections, and profiles of each format (tools/fuzz-seeds).
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
-	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols; do \
+	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			corpus/$$h 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || exit 1; \
