@@ -150,12 +150,13 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
-# sanitizers on: these parse untrusted bytes
+# sanitizers on: these parse untrusted bytes.  -rdynamic: a test binary is
+# its own ELF fixture, and exports its symbols as an interpreter does.
 $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h \
 		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
+		-fno-sanitize-recover=all -rdynamic $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
 
 unit: $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done

@@ -245,18 +245,22 @@ def truncate_after_segments(path):
         f.truncate(end)
 
 
-def reported_or_right(procs, staging, workdir, bad):
+def profiled_right(procs, staging, workdir, bad):
     """Recorded next to ratio.py, the corrupt interpreter's process is
-    profiled with its own names, never from the junk, or reported by pid."""
+    profiled with its own names, never from the junk: what the loader
+    reads (program headers, the dynamic section) is intact, and pysight
+    reads it too."""
     prof, err, _ = record_next_to(procs, staging, workdir, bad)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
     junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
                                           "[partial stack]")]
     assert not junk, mine.top()
-    if mine.total == 0:
-        assert re.search(r"\b%d\b" % bad.pid, err), (
-            "pid %d neither profiled nor reported:\n%s" % (bad.pid, err[-3000:]))
+    burning = mine.containing("fn_corrupt").total
+    # niced next to ratio.py: it gets what CPU is left, a few dozen samples
+    assert burning >= 10 and burning >= 0.9 * mine.total, (
+        "pid %d: %d of %d samples in fn_corrupt:\n%s\n%s" % (
+            bad.pid, burning, mine.total, mine.top(), err[-2000:]))
 
 
 @pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
@@ -264,8 +268,8 @@ def reported_or_right(procs, staging, workdir, bad):
 def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
     """A running interpreter whose libpython file is then corrupted on disk
     (section headers scribbled, or the file cut after its last loaded
-    byte): it is reported or profiled right, never named from the junk,
-    and the others are profiled.  (An executable cannot be written while
+    byte): it is profiled right, never named from the junk, and the
+    others are profiled.  (An executable cannot be written while
     it runs, ETXTBSY; a mapped library can.  A rewrite of an executable
     between runs is test_hostile.py's.)"""
     pyenv = find_interp("3.12", "pyenv")
@@ -283,7 +287,7 @@ def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
     with open("/proc/%d/maps" % bad.pid) as f:
         assert copy in f.read(), "the copy of libpython is not the one mapped"
     corrupt(copy)
-    reported_or_right(procs, staging, workdir, bad)
+    profiled_right(procs, staging, workdir, bad)
 
 
 @pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
@@ -291,8 +295,8 @@ def test_corrupt_libpython_on_disk(corrupt, procs, staging, workdir):
 def test_corrupt_interpreter_in_chroot(corrupt, procs, staging, workdir):
     """A container's python3 that is a corrupted copy of its interpreter
     (section headers scribbled, or cut after its last loaded byte; it still
-    runs), read by pysight through /proc/PID/root: reported or profiled
-    right, never named from the junk, and the host's processes profiled."""
+    runs), read by pysight through /proc/PID/root: profiled right, never
+    named from the junk, and the host's processes profiled."""
     interp = (find_interp("3.14", "chroot") or find_interp("3.13", "chroot")
               or find_interp("3.9", "chroot"))
     if interp is None:
@@ -306,7 +310,7 @@ def test_corrupt_interpreter_in_chroot(corrupt, procs, staging, workdir):
     corrupt(interp.host_path(guest))
     bad = start_ready(procs, ["nice", "-n", "19", "chroot", interp.chroot, guest, script,
                               "fn_corrupt", "30"])
-    reported_or_right(procs, staging, workdir, bad)
+    profiled_right(procs, staging, workdir, bad)
 
 
 # --------------------------------------------------------------------------

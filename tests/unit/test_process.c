@@ -3,8 +3,14 @@
  * ELF symbol lookup, file-backed reads and version detection.  The test
  * binary is its own fixture: it carries the symbols an interpreter has.
  */
+#include <elf.h>
 #include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -19,6 +25,8 @@
 /* what CPython 3.11.7 exports, and where the debug offsets would sit */
 __attribute__((used)) const unsigned long Py_Version = 0x030b07f0;
 __attribute__((used)) const char fixture_rodata[16] = "xdebugpy";
+/* a pointer the loader relocates (R_X86_64_RELATIVE in this PIE) */
+__attribute__((used)) const char *const fixture_pointer = fixture_rodata;
 
 static void test_symbols(void)
 {
@@ -196,6 +204,153 @@ static void test_open_in_root(void)
 	CHECK(system(p) == 0, "cleanup");
 }
 
+/*
+ * A copy of src at dst without what the loader never reads, so it still
+ * runs: cut where its last PT_LOAD ends, or its section headers scribbled
+ * over and pointed past the end.
+ */
+static int strip_sections(const char *src, const char *dst, bool cut)
+{
+	char cmd[PATH_MAX * 2 + 16], junk[4096];
+	uint64_t end = 0, shoff;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	struct stat st;
+	int fd, i, ok;
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s", src, dst);
+	if (system(cmd))
+		return -1;
+	fd = open(dst, O_RDWR);
+	if (fd < 0 || fstat(fd, &st) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		return -1;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) != sizeof(ph))
+			return -1;
+		if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > end)
+			end = ph.p_offset + ph.p_filesz;
+	}
+	if (cut) {
+		ok = end && end < (uint64_t)st.st_size && !ftruncate(fd, (off_t)end);
+	} else {
+		memset(junk, 0xa5, sizeof(junk));
+		shoff = (uint64_t)st.st_size * 4;
+		ok = pwrite(fd, junk, sizeof(junk) < st.st_size - eh.e_shoff ?
+			    sizeof(junk) : st.st_size - eh.e_shoff, eh.e_shoff) > 0 &&
+		     pwrite(fd, &shoff, sizeof(shoff),
+			    offsetof(Elf64_Ehdr, e_shoff)) == sizeof(shoff);
+	}
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* What the loader reads is all a section-less file keeps: its exported
+ * symbols, data and relocations, found through PT_DYNAMIC, say what the
+ * whole file says. */
+static void test_sectionless(void)
+{
+	static const char *const names[] = { "Py_Version", "fixture_rodata",
+					     "fixture_pointer", "main" };
+	char path[] = "/tmp/pysight-nosec-XXXXXX", buf[16], self[64];
+	struct elf_file *whole, *ef;
+	uint64_t want, got, size, ptr, off_w, off_g;
+	size_t i;
+	int fd, cut;
+
+	/* not /proc/self/exe: cp would copy itself */
+	snprintf(self, sizeof(self), "/proc/%d/exe", getpid());
+	CHECK(!elffile__open(self, &whole), "open self");
+	for (cut = 0; cut < 2; cut++) {
+		fd = mkstemp(path);
+		CHECK(fd >= 0, "mkstemp");
+		close(fd);
+		CHECK(!strip_sections(self, path, cut), "strip a copy");
+		CHECK(!elffile__open(path, &ef), "%s: opens",
+		      cut ? "cut" : "scribbled");
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			want = got = size = 0;
+			CHECK(!elffile__symbol(whole, names[i], &want, NULL), "%s",
+			      names[i]);
+			CHECK(!elffile__symbol(ef, names[i], &got, &size) &&
+			      got == want && size,
+			      "%s without sections: %#lx, size %lu (want %#lx)",
+			      names[i], (unsigned long)got, (unsigned long)size,
+			      (unsigned long)want);
+		}
+		CHECK(!elffile__symbol(ef, "fixture_rodata", &got, NULL) &&
+		      !elffile__read(ef, got, buf, 8) && !memcmp(buf, "xdebugpy", 8),
+		      "rodata bytes from the segments");
+		CHECK(!elffile__symbol(ef, "fixture_pointer", &got, NULL) &&
+		      !elffile__read_pointer(ef, got, &ptr) &&
+		      !elffile__symbol(whole, "fixture_rodata", &want, NULL) &&
+		      ptr == want, "relocated pointer %#lx (want %#lx)",
+		      (unsigned long)ptr, (unsigned long)want);
+		CHECK(!elffile__symbol(ef, "main", &got, NULL) &&
+		      !elffile__code_offset(ef, got, &off_g) &&
+		      !elffile__code_offset(whole, got, &off_w) && off_g == off_w,
+		      "code offset");
+		CHECK(elffile__symbol(ef, "malloc", &got, NULL) == -ENOENT,
+		      "an import is not a definition");
+		CHECK(elffile__symbol(ef, "_PyRuntime", &got, NULL) == -ENOENT,
+		      "absent symbol");
+		CHECK(elffile__read(ef, ~0ULL - 4, buf, 8) < 0, "wrapping read");
+		elffile__close(ef);
+		unlink(path);
+		memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+	}
+	elffile__close(whole);
+}
+
+/* Real interpreters with their sections gone: the same facts. */
+static void test_sectionless_interpreters(void)
+{
+	const char *patterns[] = { "/usr/bin/python3.11",
+		"/root/.pyenv/versions/3.12*/lib/libpython3.12.so.1.0" };
+	char path[] = "/tmp/pysight-nosec-XXXXXX", err[512];
+	struct pyproc_info a, b;
+	size_t i, tested = 0;
+	glob_t g;
+	int fd, cut, ra, rb;
+
+	for (i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+		if (glob(patterns[i], 0, NULL, &g) || !g.gl_pathc) {
+			printf("  (no %s here)\n", patterns[i]);
+			continue;
+		}
+		for (cut = 0; cut < 2; cut++) {
+			fd = open(g.gl_pathv[0], O_RDONLY);
+			memset(&a, 0, sizeof(a));
+			ra = process__facts_of_fd(fd, g.gl_pathv[0], &a, err, sizeof(err));
+			close(fd);
+			fd = mkstemp(path);
+			close(fd);
+			CHECK(!strip_sections(g.gl_pathv[0], path, cut), "strip");
+			fd = open(path, O_RDONLY);
+			memset(&b, 0, sizeof(b));
+			rb = process__facts_of_fd(fd, path, &b, err, sizeof(err));
+			close(fd);
+			CHECK(!ra && !rb, "%s, %s: %d then %d (%s)", g.gl_pathv[0],
+			      cut ? "cut" : "scribbled", ra, rb, err);
+			CHECK(a.major == b.major && a.minor == b.minor &&
+			      a.proc.off.version_hex == b.proc.off.version_hex &&
+			      a.proc.runtime_addr == b.proc.runtime_addr &&
+			      a.proc.code_type_addr == b.proc.code_type_addr &&
+			      a.proc.unicode_type_addr == b.proc.unicode_type_addr &&
+			      a.proc.bytes_type_addr == b.proc.bytes_type_addr &&
+			      a.code_free_offset && a.code_free_offset == b.code_free_offset,
+			      "%s, %s: facts differ (code_dealloc %#llx vs %#llx)",
+			      g.gl_pathv[0], cut ? "cut" : "scribbled",
+			      (unsigned long long)a.code_free_offset,
+			      (unsigned long long)b.code_free_offset);
+			unlink(path);
+			memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+			tested++;
+		}
+		globfree(&g);
+	}
+	CHECK(tested, "no interpreter to strip");
+}
+
 int main(void)
 {
 	test_symbols();
@@ -206,5 +361,7 @@ int main(void)
 	test_truncated_after_open();
 	test_code_offset();
 	test_open_in_root();
+	test_sectionless();
+	test_sectionless_interpreters();
 	return check_summary();
 }
