@@ -724,6 +724,31 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	return b;
 }
 
+static __always_inline void fill_header(struct event_header *h, __u32 kind,
+					__u32 tgid, __u32 tid)
+{
+	h->kind = kind;
+	h->pid = tgid;
+	h->tid = tid;
+	h->cpu = bpf_get_smp_processor_id();
+	h->ts = bpf_ktime_get_ns();
+}
+
+/* A record of size bytes in the ring, its header filled; NULL, counted,
+ * when the ring is full. */
+static __always_inline void *reserve_event(__u64 size, __u32 kind,
+					   __u32 tgid, __u32 tid)
+{
+	struct event_header *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		count(CNT_RB_DROPS);
+		return NULL;
+	}
+	fill_header(h, kind, tgid, tid);
+	return h;
+}
+
 static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 					__u32 tid, __u8 kind, __u64 weight,
 					__s32 kstack)
@@ -733,14 +758,10 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 	__u8 one = 1;
 	__u32 n = b->ev.nframes;
 
-	b->ev.hdr.kind = EV_SAMPLE;
+	fill_header(&b->ev.hdr, EV_SAMPLE, tgid, tid);
 	b->ev.kind = kind;
 	b->ev.weight = weight;
 	b->ev.kstack = kstack;
-	b->ev.hdr.pid = tgid;
-	b->ev.hdr.tid = tid;
-	b->ev.hdr.cpu = bpf_get_smp_processor_id();
-	b->ev.hdr.ts = bpf_ktime_get_ns();
 	b->ev.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(b->ev.comm, sizeof(b->ev.comm));
 
@@ -774,18 +795,10 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 
 static __always_inline void emit_proc_event(__u32 kind, __u32 tgid, __u32 tid)
 {
-	struct pid_event *e;
+	struct pid_event *e = reserve_event(sizeof(*e), kind, tgid, tid);
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_RB_DROPS);
+	if (!e)
 		return;
-	}
-	e->hdr.kind = kind;
-	e->hdr.pid = tgid;
-	e->hdr.tid = tid;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
@@ -809,18 +822,10 @@ static __always_inline int exe_key(struct task_struct *task,
 
 static __always_inline void emit_adopted(__u32 tgid, const struct py_proc *proc)
 {
-	struct adopt_event *e;
+	struct adopt_event *e = reserve_event(sizeof(*e), EV_ADOPTED, tgid, tgid);
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_RB_DROPS);
+	if (!e)
 		return;
-	}
-	e->hdr.kind = EV_ADOPTED;
-	e->hdr.pid = tgid;
-	e->hdr.tid = tgid;
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts = bpf_ktime_get_ns();
 	e->proc = *proc;
 	bpf_ringbuf_submit(e, 0);
 }
@@ -1510,16 +1515,10 @@ static __always_inline void emit_code(__u32 tgid, __u64 code, __u32 check)
 	if (!proc || proc->state != PY_PROC_PYTHON)
 		return;
 	off = &proc->off;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_RB_DROPS);
+	e = reserve_event(sizeof(*e), EV_CODE, tgid,
+			  (__u32)bpf_get_current_pid_tgid());
+	if (!e)
 		return;
-	}
-	e->hdr.kind = EV_CODE;
-	e->hdr.pid = tgid;
-	e->hdr.tid = (__u32)bpf_get_current_pid_tgid();
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.ts = bpf_ktime_get_ns();
 	e->code = code;
 	e->check = check;
 	e->pad = 0;

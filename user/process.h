@@ -45,12 +45,12 @@ int process__inspect(struct interp_cache *c, pid_t pid,
 		     struct pyproc_info *info, char *err, size_t errlen);
 void process__release(struct pyproc_info *info);
 
-/* Version from a file name like python3.11, libpython3.8.so.1.0. */
 /* What inspecting an interpreter file learns, from the file open at fd
  * (named path in errors): 0, -ENOENT (not an interpreter), or -ENOTSUP
  * with why in err.  For tests and the ELF fuzzer. */
 int process__facts_of_fd(int fd, const char *path, struct pyproc_info *info,
 			 char *err, size_t errlen);
+/* Version from a file name like python3.11, libpython3.8.so.1.0. */
 int process__version_from_name(const char *path, int *major, int *minor);
 
 /*
