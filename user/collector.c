@@ -844,6 +844,7 @@ static unsigned long rss_kib(void)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
+	struct cproc *cp, *cpt;
 	double unsampled;
 
 	memset(st, 0, sizeof(*st));
@@ -858,6 +859,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	sampler__map_sizes(c->sampler, &st->maps);
 	st->registry = registry__size(c->reg);
 	st->procs = HASH_COUNT(c->procs);
+	HASH_ITER(hh, c->procs, cp, cpt)
+		st->stacks_seen_held += cp->refs.n;
 	st->symbols = symcache__size(c->syms);
 	st->stacks = profile__nstacks(c->prof);
 	st->interned = profile__ninterned(c->prof);

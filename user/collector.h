@@ -43,6 +43,9 @@ struct collector_stats {
 	/* how much is held, for -v and the tests that look for leaks */
 	struct sampler_sizes maps;
 	unsigned int registry, procs, symbols, stacks;
+	/* of stacks_seen, the hashes of processes still held: the rest
+	 * would be hashes no exit will forget */
+	unsigned int stacks_seen_held;
 	unsigned int interned;		/* what the profile interns: profile__ninterned */
 	double least_keep, slow_s;	/* overload: sampler__slowed */
 	unsigned long rss_kib;

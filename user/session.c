@@ -454,9 +454,11 @@ void session__print_held(const struct collector_stats *st)
 	fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
 		"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
 		"binaries %u, not_python %u, targets %u, tstates %u, "
-		"stacks_seen %u, uprobes %u, thread states %lld\n",
+		"stacks_seen %u, uprobes %u, thread states %lld; "
+		"stacks_seen of processes held %u\n",
 		st->rss_kib, st->registry, st->procs, st->symbols, st->stacks,
 		st->maps.procs, st->maps.binaries, st->maps.not_python,
 		st->maps.targets, st->maps.tstates, st->maps.stacks_seen,
-		st->maps.probes, (long long)st->counters[CNT_THREAD_STATES]);
+		st->maps.probes, (long long)st->counters[CNT_THREAD_STATES],
+		st->stacks_seen_held);
 }
