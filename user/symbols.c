@@ -120,8 +120,8 @@ int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
  */
 static const struct code_event *snap;
 
-static const uint8_t *snap_data(const struct code_event *ev, int i,
-				size_t *cap)
+const uint8_t *symbols__snapshot_region(const struct code_event *ev, int i,
+					size_t *cap)
 {
 	static const size_t caps[SNAP__MAX] = {
 		[SNAP_CODE] = PYSIGHT_CODE_WINDOW,
@@ -144,7 +144,7 @@ static size_t snap_room(uint64_t addr, const uint8_t **at)
 	int i;
 
 	for (i = 0; i < SNAP__MAX; i++) {
-		data = snap_data(snap, i, &cap);
+		data = symbols__snapshot_region(snap, i, &cap);
 		if (snap->r[i].addr && addr >= snap->r[i].addr &&
 		    addr - snap->r[i].addr < cap) {
 			*at = data + (addr - snap->r[i].addr);

@@ -55,6 +55,11 @@ int symcache__add_snapshot(struct symcache *sc, pid_t pid,
 			   const struct py_proc *proc,
 			   const struct code_event *ev);
 
+/* Region i (SNAP_CODE...) of an EV_CODE record: its bytes, and in *cap
+ * how many of them the record holds (its length, capped by its buffer). */
+const uint8_t *symbols__snapshot_region(const struct code_event *ev, int i,
+					size_t *cap);
+
 /* Drop every entry of a process that exited or exec'ed. */
 void symcache__forget(struct symcache *sc, pid_t pid);
 

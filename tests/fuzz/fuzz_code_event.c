@@ -36,22 +36,6 @@
 
 static const struct code_event *served;
 
-/* Where a record's region i is, and how much of it the record holds. */
-static const uint8_t *region(const struct code_event *ev, int i, size_t *cap)
-{
-	static const size_t caps[SNAP__MAX] = {
-		[SNAP_CODE] = PYSIGHT_CODE_WINDOW,
-		[SNAP_NAME] = PYSIGHT_SNAP_STR, [SNAP_QUAL] = PYSIGHT_SNAP_STR,
-		[SNAP_FILE] = PYSIGHT_SNAP_STR, [SNAP_LT] = PYSIGHT_SNAP_LT,
-	};
-	const uint8_t *data[SNAP__MAX] = {
-		ev->code_win, ev->name, ev->qual, ev->file, ev->lt,
-	};
-
-	*cap = ev->r[i].len < caps[i] ? ev->r[i].len : caps[i];
-	return data[i];
-}
-
 ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 			 unsigned long liovcnt, const struct iovec *remote,
 			 unsigned long riovcnt, unsigned long flags)
@@ -72,7 +56,7 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 	addr = (uint64_t)(uintptr_t)remote[0].iov_base;
 	len = remote[0].iov_len;
 	for (i = 0; i < SNAP__MAX; i++) {
-		data = region(served, i, &cap);
+		data = symbols__snapshot_region(served, i, &cap);
 		if (served->r[i].addr && addr >= served->r[i].addr &&
 		    addr - served->r[i].addr < cap &&
 		    len <= cap - (addr - served->r[i].addr)) {
