@@ -1119,10 +1119,32 @@ static __always_inline void take_pending(void *ctx, struct thread_state *t,
 	emit_sample(b, tgid, tid, t->pending_kind, weight, t->pending_kstack);
 }
 
+/*
+ * A thread that runs again, which this program did not see come back on
+ * (a few times a recording, on a busy host): its interval ended where
+ * the CPU time it has used since began.  The rest waits for its stack,
+ * as an interval whose end was seen does.
+ */
+static __always_inline void close_unseen(struct thread_state *t, __u64 now,
+					 __u64 ran)
+{
+	__u64 off = now - t->off_since, ran_since = ran - t->ran_at_off;
+
+	count(CNT_OFF_UNSEEN);
+	t->off_since = 0;
+	if (off <= ran_since)
+		return;
+	if (!t->pending) {
+		t->pending_kind = t->kind;
+		t->pending_kstack = t->kstack;
+	}
+	t->pending += off - ran_since;
+}
+
 /* A thread leaves the CPU (current is prev): note when, and why. */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 {
-	__u64 now, ran, off, ran_since;
+	__u64 now, ran;
 	struct thread_state *t;
 	struct py_proc *proc;
 	unsigned int state;
@@ -1153,24 +1175,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	}
 	now = bpf_ktime_get_ns();
 	ran = BPF_CORE_READ(prev, se.sum_exec_runtime);
-	if (t->off_since) {
-		/*
-		 * It came back on without this program seeing it (a few
-		 * times a recording, on a busy host): its interval ended
-		 * where the CPU time it has used since began.
-		 */
-		count(CNT_OFF_UNSEEN);
-		off = now - t->off_since;
-		ran_since = ran - t->ran_at_off;
-		t->off_since = 0;
-		if (off > ran_since) {
-			if (!t->pending) {
-				t->pending_kind = t->kind;
-				t->pending_kstack = t->kstack;
-			}
-			t->pending += off - ran_since;
-		}
-	}
+	if (t->off_since)
+		close_unseen(t, now, ran);
 	if (t->pending)		/* it ran, and no hook took the last one */
 		take_pending(ctx, t, prev);
 	state = BPF_CORE_READ(prev, __state);
@@ -1226,7 +1232,18 @@ int BPF_PROG(pysight_sys_exit)
 	struct task_struct *task = (void *)bpf_get_current_task_btf();
 	struct thread_state *t = bpf_task_storage_get(&threads, task, 0, 0);
 
-	if (t && t->pending)
+	if (!t)
+		return 0;
+	/*
+	 * Still off by our account: its switch back in went unseen.  Close
+	 * the interval here, where the stack is still the block's, not at
+	 * the next switch, after it has run on (a sleep was seen put under
+	 * the function the thread burnt in next).
+	 */
+	if (t->off_since)
+		close_unseen(t, bpf_ktime_get_ns(),
+			     BPF_CORE_READ(task, se.sum_exec_runtime));
+	if (t->pending)
 		take_pending(ctx, t, task);
 	return 0;
 }

@@ -258,8 +258,9 @@ static void summary(struct record *r, double secs)
 	if (r->s.o.mode != MODE_CPU) {
 		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
 			" with a stack taken, %" PRIu64 " whose end went unseen "
-			"(closed at the next switch); time in the profile by "
-			"process (the folded file counts microseconds):\n",
+			"(closed at the thread's next system call exit or "
+			"switch); time in the profile by process (the folded "
+			"file counts microseconds):\n",
 			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED],
 			st.counters[CNT_OFF_UNSEEN]);
 		print_breakdown(p);
