@@ -299,6 +299,7 @@ static void *run(void *arg)
 			e->backoff = FIRST_BACKOFF;
 			continue;
 		}
+		spool__failed(e->spool, seq);
 		wait = retry_after > 0 ? fmin(retry_after, e->o.max_backoff_s)
 				       : e->backoff;
 		e->backoff = fmin(e->backoff * 2, e->o.max_backoff_s);

@@ -39,6 +39,10 @@ struct spool {
 	size_t head, n, cap;
 	uint64_t next_seq;
 	struct spool_stats st;
+	/* the export the sender has out, and whether a push dropped it for
+	 * room meanwhile: lost only if its send then fails */
+	uint64_t flying;
+	bool flying_set, flying_gone;
 };
 
 static void name_of(uint64_t seq, char *buf, size_t len)
@@ -257,8 +261,11 @@ int spool__push(struct spool *s, const void *data, size_t len)
 	}
 	pthread_mutex_lock(&s->lock);
 	while (s->n && s->st.bytes + len > s->max_bytes) {
+		if (s->flying_set && at(s, 0)->seq == s->flying)
+			s->flying_gone = true;	/* counted if its send fails */
+		else
+			s->st.dropped++;
 		drop_oldest(s);
-		s->st.dropped++;
 	}
 	seq = s->next_seq++;
 	err = grow(s);
@@ -332,9 +339,22 @@ int spool__peek(struct spool *s, void **data, size_t *len, uint64_t *seq)
 		/* gone or changed under us: not ours to send */
 		spool__pop(s, it.seq);
 	}
-	if (!err)
+	if (!err) {
 		*seq = it.seq;
+		pthread_mutex_lock(&s->lock);
+		s->flying = it.seq;
+		s->flying_set = true;
+		s->flying_gone = false;
+		pthread_mutex_unlock(&s->lock);
+	}
 	return err;
+}
+
+/* The export out is back, sent or not: a push may drop it now. */
+static void land(struct spool *s, uint64_t seq)
+{
+	if (s->flying_set && s->flying == seq)
+		s->flying_set = s->flying_gone = false;
 }
 
 void spool__pop(struct spool *s, uint64_t seq)
@@ -343,16 +363,26 @@ void spool__pop(struct spool *s, uint64_t seq)
 	/* the oldest may have been dropped for room while it was sent */
 	if (s->n && at(s, 0)->seq == seq)
 		drop_oldest(s);
+	land(s, seq);
 	pthread_mutex_unlock(&s->lock);
 }
 
 void spool__sent(struct spool *s, uint64_t seq)
 {
 	pthread_mutex_lock(&s->lock);
+	/* else dropped for room while it was out: sent, so not lost */
 	if (s->n && at(s, 0)->seq == seq)
 		drop_oldest(s);
-	else if (s->st.dropped)
-		s->st.dropped--;	/* dropped for room while sent: not lost */
+	land(s, seq);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void spool__failed(struct spool *s, uint64_t seq)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->flying_set && s->flying == seq && s->flying_gone)
+		s->st.dropped++;	/* dropped for room, and not sent */
+	land(s, seq);
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -35,9 +35,12 @@ int spool__push(struct spool *s, const void *data, size_t len);
 int spool__peek(struct spool *s, void **data, size_t *len, uint64_t *seq);
 /* Done with seq: refused for good, or not ours to send. */
 void spool__pop(struct spool *s, uint64_t seq);
-/* Done with seq: the server took it.  If a push dropped it for room
- * meanwhile, it is not counted as dropped: it was not lost. */
+/* Done with seq: the server took it.  A push that dropped it for room
+ * meanwhile did not count it: it was not lost. */
 void spool__sent(struct spool *s, uint64_t seq);
+/* Its send failed, to be retried: if a push dropped it for room while
+ * it was out, it is lost, and counted now. */
+void spool__failed(struct spool *s, uint64_t seq);
 void spool__stats(struct spool *s, struct spool_stats *st);
 
 #endif /* __PYSIGHT_SPOOL_H */
