@@ -76,39 +76,6 @@ static int read_headers(struct elf_file *ef)
 	return 0;
 }
 
-/* The file offset of [vaddr, vaddr + len) in a PT_LOAD's file bytes. */
-static int segment_offset(const struct elf_file *ef, uint64_t vaddr,
-			  uint64_t len, uint64_t *off)
-{
-	size_t i;
-
-	if (vaddr + len < vaddr)
-		return -EINVAL;
-	for (i = 0; i < ef->nph; i++) {
-		const Elf64_Phdr *ph = &ef->ph[i];
-
-		if (ph->p_type != PT_LOAD ||
-		    ph->p_vaddr + ph->p_filesz < ph->p_vaddr ||
-		    ph->p_offset + ph->p_filesz < ph->p_offset)
-			continue;
-		if (vaddr >= ph->p_vaddr &&
-		    vaddr + len <= ph->p_vaddr + ph->p_filesz) {
-			*off = ph->p_offset + (vaddr - ph->p_vaddr);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static int read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf,
-		      size_t len)
-{
-	uint64_t off;
-	int err = segment_offset(ef, vaddr, len, &off);
-
-	return err ? err : pread_all(ef->fd, buf, len, off);
-}
-
 /* Program headers: libelf's, or those read_headers() took alone. */
 static size_t phdr_count(const struct elf_file *ef)
 {
@@ -125,6 +92,43 @@ static bool phdr(const struct elf_file *ef, size_t i, GElf_Phdr *ph)
 		return gelf_getphdr(ef->elf, (int)i, ph) != NULL;
 	*ph = ef->ph[i];
 	return true;
+}
+
+/*
+ * The file offset of [vaddr, vaddr + len) in the file bytes of a PT_LOAD
+ * with all of flags.  The numbers are the file's: refuse any that wrap.
+ */
+static int segment_offset(const struct elf_file *ef, uint64_t vaddr,
+			  uint64_t len, uint32_t flags, uint64_t *off)
+{
+	size_t i, n = phdr_count(ef);
+
+	if (vaddr + len < vaddr)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!phdr(ef, i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_flags & flags) != flags ||
+		    ph.p_vaddr + ph.p_filesz < ph.p_vaddr ||
+		    ph.p_offset + ph.p_filesz < ph.p_offset)
+			continue;
+		if (vaddr >= ph.p_vaddr &&
+		    vaddr + len <= ph.p_vaddr + ph.p_filesz) {
+			*off = ph.p_offset + (vaddr - ph.p_vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf,
+		      size_t len)
+{
+	uint64_t off;
+	int err = segment_offset(ef, vaddr, len, 0, &off);
+
+	return err ? err : pread_all(ef->fd, buf, len, off);
 }
 
 static bool has_symbol_table(Elf *elf)
@@ -281,17 +285,17 @@ static bool load_dynamic(struct elf_file *ef)
 	/* the tables' addresses are virtual: where do their bytes lie? */
 	if (!v[DT_SYMTAB] || !v[DT_STRTAB] || !v[DT_STRSZ] ||
 	    (v[DT_SYMENT] && v[DT_SYMENT] != sizeof(Elf64_Sym)) ||
-	    segment_offset(ef, v[DT_SYMTAB], sizeof(Elf64_Sym), &t->symtab) ||
-	    segment_offset(ef, v[DT_STRTAB], v[DT_STRSZ], &t->strtab))
+	    segment_offset(ef, v[DT_SYMTAB], sizeof(Elf64_Sym), 0, &t->symtab) ||
+	    segment_offset(ef, v[DT_STRTAB], v[DT_STRSZ], 0, &t->strtab))
 		return false;
 	t->strsz = v[DT_STRSZ];
-	if (gnu_hash && segment_offset(ef, gnu_hash, 16, &t->gnu_hash))
+	if (gnu_hash && segment_offset(ef, gnu_hash, 16, 0, &t->gnu_hash))
 		t->gnu_hash = 0;
-	if (v[DT_HASH] && segment_offset(ef, v[DT_HASH], 8, &t->hash))
+	if (v[DT_HASH] && segment_offset(ef, v[DT_HASH], 8, 0, &t->hash))
 		t->hash = 0;
 	if (v[DT_RELA] && v[DT_RELASZ] &&
 	    (!v[DT_RELAENT] || v[DT_RELAENT] == sizeof(Elf64_Rela)) &&
-	    !segment_offset(ef, v[DT_RELA], v[DT_RELASZ], &t->rela))
+	    !segment_offset(ef, v[DT_RELA], v[DT_RELASZ], 0, &t->rela))
 		t->relasz = v[DT_RELASZ];
 	t->ok = t->gnu_hash || t->hash;
 	return t->ok;
@@ -568,22 +572,5 @@ int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
 
 int elffile__code_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out)
 {
-	size_t i, n = phdr_count(ef);
-
-	for (i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!phdr(ef, i, &ph) || ph.p_type != PT_LOAD ||
-		    !(ph.p_flags & PF_X))
-			continue;
-		/* the numbers are the file's: refuse any that wrap */
-		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr ||
-		    ph.p_offset + ph.p_filesz < ph.p_offset)
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-			*out = vaddr - ph.p_vaddr + ph.p_offset;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return segment_offset(ef, vaddr, 1, PF_X, out) == 0 ? 0 : -ENOENT;
 }

@@ -301,6 +301,56 @@ static void test_sectionless(void)
 	elffile__close(whole);
 }
 
+/*
+ * A file with more program headers than read_headers() keeps (64), no
+ * sections, and its one code segment last: libelf still has its program
+ * headers, and both the code offset and a read through the segments use
+ * them.
+ */
+static void test_many_phdrs(void)
+{
+	enum { NPH = 70, SEG = 0x1000 };
+	char path[] = "/tmp/pysight-phdrs-XXXXXX", buf[8];
+	static uint8_t file[2 * SEG];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
+	struct elf_file *ef;
+	uint64_t off = 0;
+	int fd, i;
+
+	memset(file, 0, sizeof(file));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = NPH;
+	for (i = 0; i < NPH; i++)
+		ph[i].p_type = PT_NOTE;
+	ph[NPH - 1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+				    .p_offset = SEG, .p_vaddr = 0x400000 + SEG,
+				    .p_filesz = SEG, .p_memsz = SEG, .p_align = SEG };
+	memcpy(file + SEG + 0x10, "deepcode", 8);
+	fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, file, sizeof(file)) == sizeof(file),
+	      "write %s", path);
+	close(fd);
+	CHECK(!elffile__open(path, &ef), "%d program headers open", NPH);
+	CHECK(!elffile__code_offset(ef, 0x400000 + SEG + 0x10, &off) &&
+	      off == SEG + 0x10, "code offset %#lx", (unsigned long)off);
+	CHECK(!elffile__read(ef, 0x400000 + SEG + 0x10, buf, 8) &&
+	      !memcmp(buf, "deepcode", 8), "read through the last segment");
+	CHECK(elffile__read(ef, 0x400000 + 2 * SEG - 4, buf, 8) < 0,
+	      "a read past the segment's end");
+	elffile__close(ef);
+	unlink(path);
+}
+
 /* Real interpreters with their sections gone: the same facts. */
 static void test_sectionless_interpreters(void)
 {
@@ -363,5 +413,6 @@ int main(void)
 	test_open_in_root();
 	test_sectionless();
 	test_sectionless_interpreters();
+	test_many_phdrs();
 	return check_summary();
 }
