@@ -79,13 +79,15 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     got = {"burn": running, "sleep": sleep.get("sleep", 0), "lock": lock.get("lock", 0)}
     total = sum(by_thread(prof)[worker].values())
     elapsed = truth["threads"][str(worker)]["elapsed"]
-    # Quarantined 3 Dec 2026, like test_gil_contention: on a loaded host the
-    # worker's wall time came out 4-7% short (0.14 and 0.22 s of 3.07 s)
-    # once, 1 of 3 fresh runs; under bisection.  Everything else is checked.
-    short = abs(total - elapsed) > 0.02 * elapsed
     report = ", ".join("%s %.1f%% (thread says %.1f%%)" % (k, 100 * got[k] / total,
                                                           100 * phases[k] / busy) for k in got)
-    print("%s: %s" % (ointerp.id, report))
+    print("%s: worker %.3f s in the profile, ran %.3f s: %s" % (ointerp.id, total, elapsed,
+                                                              report))
+    # every microsecond of the worker's life is in the profile, once: on
+    # or off the CPU (under two CPU hogs, -1.2% to +0.2% in 24 runs, 4 Dec)
+    assert abs(total - elapsed) <= 0.02 * elapsed, \
+        "%s: the worker's time in the profile is %.3f s, it ran %.3f s\n%s" % (
+            ointerp.id, total, elapsed, prof.top(12))
     for k in got:
         assert abs(100 * got[k] / total - 100 * phases[k] / busy) <= 5, \
             "%s: %s\n%s" % (ointerp.id, report, prof.top(12))
@@ -93,9 +95,6 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     assert sleep.get("sleep", 0) >= 0.9 * sum(sleep.values()), sleep
     assert lock.get("lock", 0) >= 0.9 * sum(lock.values()), lock
     assert running >= 0.9 * sum(burn.values()), burn
-    if short:
-        pytest.xfail("%s: the worker's time in the profile is %.3f s, it ran %.3f s" % (
-            ointerp.id, total, elapsed))
 
     cpu, _, _ = record(procs, staging, workdir, ointerp, "cycle", 2, mode="cpu")
     burn_samples = cpu.with_leaf("burn_phase").total
@@ -106,7 +105,11 @@ def test_cycle_burn_sleep_lock(ointerp, procs, staging, workdir):
     off_burn = function_kinds(off, "burn_phase")
     off_total = sum(sum(k.values()) for k in by_thread(off).values())
     assert "cpu" not in off_burn, off_burn
-    assert sum(off_burn.values()) <= 0.05 * off_total, off_burn
+    # burning, the worker is off the CPU only when a busy host preempts it
+    # (0.29-0.32 s of the 2 s under two CPU hogs): that wait is off-CPU
+    # time, the rest is not
+    blocked = sum(v for k, v in off_burn.items() if k != "runqueue")
+    assert blocked <= 0.05 * off_total, off_burn
 
 
 def test_gil_contention(ointerp, procs, staging, workdir):
@@ -115,24 +118,20 @@ def test_gil_contention(ointerp, procs, staging, workdir):
     to its wall time."""
     prof, truth, _ = record(procs, staging, workdir, ointerp, "gil", 3)
     threads = by_thread(prof)
-    short = []
     for tid, t in truth["threads"].items():
         kinds = threads.get(int(tid), {})
         total = sum(kinds.values())
         print("%s %s: elapsed %.3f s, thread_time %.3f s, profile %s" % (
             ointerp.id, t["name"], t["elapsed"], t["cpu"], kinds))
-        # Quarantined: each thread's wall total comes out 0.1-1.8% short
-        # (36 threads, 3 Dec 2026), 2.5-2.7% once the day before; the
-        # cause is open in #12.  Everything else is checked.
-        if abs(total - t["elapsed"]) > 0.02 * t["elapsed"]:
-            short.append("%s: %.3f s of %.3f s" % (t["name"], total, t["elapsed"]))
+        # on the CPU, waiting for it or for the GIL: its whole life
+        # (under two CPU hogs, -0.8% to +0.3% over 48 threads, 4 Dec 2026)
+        assert abs(total - t["elapsed"]) <= 0.02 * t["elapsed"], \
+            "%s: %.3f s in the profile of %.3f s" % (t["name"], total, t["elapsed"])
         assert abs(kinds.get("cpu", 0) - t["cpu"]) <= 0.05 * t["elapsed"], (t, kinds)
         # blocked, not runnable: the GIL.  (With a core taken by another
         # job, 0.7 s of the 1.6 s off the CPU was the run queue.)
         blocked = t["elapsed"] - t["cpu"] - kinds.get("runqueue", 0)
         assert kinds.get("gil", 0) >= 0.8 * blocked, (t, kinds)
-    if short:
-        pytest.xfail("%s: wall time short: %s" % (ointerp.id, ", ".join(short)))
 
 
 def test_io_and_idle_asyncio(ointerp, procs, staging, workdir):
