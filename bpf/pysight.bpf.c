@@ -136,6 +136,30 @@ struct {
 } code_checks SEC(".maps");
 
 /* ev and frames go out together: keep them first, and in this order */
+/*
+ * Scalars the frame loop needs, copied out of the map value once.  They
+ * live in the per-CPU scratch: bpf_loop's callback's stack counts on top
+ * of its caller's, and the two must stay within 512 bytes.
+ */
+struct frame_ctx {
+	__u64 frame;
+	__u64 epoch;		/* the process's start time */
+	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
+	__u64 hash;
+	__u64 code_type;
+	__u64 tag_mask;
+	__u64 mark;		/* Brent's cycle check: a frame passed earlier */
+	__u32 power, lam;
+	__u32 n;
+	__u32 status;
+	__u32 cache_hits;
+	__u16 f_prev, f_code, f_instr, f_owner, f_len;
+	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
+	__u16 u_hash, o_type, b_size, b_data;
+	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
+	__u32 tgid;
+};
+
 struct sample_buf {
 	struct sample_event ev;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];
@@ -143,6 +167,8 @@ struct sample_buf {
 	__u8 fwin[PYSIGHT_FRAME_WINDOW];
 	__u8 cwin[PYSIGHT_CODE_WINDOW];
 	__u8 twin[PYSIGHT_TSTATE_WINDOW];
+	struct code_ident ident;	/* code_check's */
+	struct frame_ctx fc;		/* collect_stack's, for walk_frame */
 };
 
 /* A copy of the data stack below the leaf frame (own map: per-CPU values
@@ -414,33 +440,18 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 	return -(int)entry.status;
 }
 
-/* Scalars the frame loop needs, copied out of the map value once. */
-struct frame_ctx {
-	__u64 frame;
-	__u64 epoch;		/* the process's start time */
-	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
-	__u64 hash;
-	__u64 code_type;
-	__u64 tag_mask;
-	__u64 mark;		/* Brent's cycle check: a frame passed earlier */
-	__u32 power, lam;
-	__u32 n;
-	__u32 status;
-	__u32 cache_hits;
-	__u16 f_prev, f_code, f_instr, f_owner, f_len;
-	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
-	__u16 u_hash, o_type, b_size, b_data;
-	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
-	__u32 tgid;
-};
 
 
-/* Validate the code object and compute its identity checksum. */
+/*
+ * Validate the code object and compute its identity checksum.  The
+ * identity is built in the per-CPU scratch, not on the stack: this runs
+ * in bpf_loop's callback, whose stack counts on top of its caller's.
+ */
 static __always_inline int code_check(struct frame_ctx *c,
 				      struct sample_buf *b, __u64 code,
 				      __u32 *check)
 {
-	struct code_ident id = {};
+	struct code_ident *id = &b->ident;
 	__u64 type;
 
 	if (bpf_probe_read_user(b->cwin, sizeof(b->cwin), (void *)code))
@@ -448,24 +459,25 @@ static __always_inline int code_check(struct frame_ctx *c,
 	type = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->o_type);
 	if (type != c->code_type)
 		return -ST_ERR_BAD_CODE;
-	id.first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
-	id.name = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_name);
-	id.file = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_file);
-	id.qual = c->c_qual != PY_OFF_NONE ?
+	__builtin_memset(id, 0, sizeof(*id));
+	id->first = WIN_U32(b->cwin, PYSIGHT_CODE_WINDOW, c->c_first);
+	id->name = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_name);
+	id->file = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_file);
+	id->qual = c->c_qual != PY_OFF_NONE ?
 		       WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_qual) : 0;
-	id.linetable = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_lt);
-	if (id.name)
-		read_u64(id.name + c->u_hash, &id.name_hash);
-	if (id.linetable)
-		read_u64(id.linetable + c->b_size, &id.linetable_len);
-	if (id.linetable_len >= PYSIGHT_LT_HEAD)
-		bpf_probe_read_user(id.lt_head, PYSIGHT_LT_HEAD,
-				    (void *)(id.linetable + c->b_data));
-	else if (id.linetable_len)
-		bpf_probe_read_user(id.lt_head,
-				    id.linetable_len & (PYSIGHT_LT_HEAD - 1),
-				    (void *)(id.linetable + c->b_data));
-	*check = pysight_code_check(&id);
+	id->linetable = WIN_U64(b->cwin, PYSIGHT_CODE_WINDOW, c->c_lt);
+	if (id->name)
+		read_u64(id->name + c->u_hash, &id->name_hash);
+	if (id->linetable)
+		read_u64(id->linetable + c->b_size, &id->linetable_len);
+	if (id->linetable_len >= PYSIGHT_LT_HEAD)
+		bpf_probe_read_user(id->lt_head, PYSIGHT_LT_HEAD,
+				    (void *)(id->linetable + c->b_data));
+	else if (id->linetable_len)
+		bpf_probe_read_user(id->lt_head,
+				    id->linetable_len & (PYSIGHT_LT_HEAD - 1),
+				    (void *)(id->linetable + c->b_data));
+	*check = pysight_code_check(id);
 	return 0;
 }
 
@@ -532,7 +544,7 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 
 static long walk_frame(__u32 i, void *data)
 {
-	struct frame_ctx *c = data;
+	struct frame_ctx *c;
 	struct sample_buf *b;
 	struct py_frame *f;
 	__u32 zero = 0, check = 0;
@@ -541,10 +553,11 @@ static long walk_frame(__u32 i, void *data)
 	__s32 lasti;
 	int err;
 
-	if (!c->frame)
-		return 1;
 	b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!b)
+		return 1;
+	c = &b->fc;
+	if (!c->frame)
 		return 1;
 	win = frame_window(c, b);
 	if (!win) {
@@ -660,8 +673,8 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	      __u32 tgid, __u32 tid)
 {
 	const struct py_offsets *off = &proc->off;
-	struct frame_ctx c = {};
 	struct sample_buf *b;
+	struct frame_ctx *c;
 	__u64 tstate = 0, frame = 0;
 	__u32 zero = 0;
 	int err;
@@ -681,46 +694,48 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 		return b;
 	}
 
-	c.frame = frame;
-	c.mark = frame;
-	c.power = 1;
-	c.hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
-	c.code_type = proc->code_type_addr;
-	c.tag_mask = off->code_tag_mask;
-	c.f_prev = off->frame_previous;
-	c.f_code = off->frame_code;
-	c.f_instr = off->frame_instr;
-	c.f_owner = off->frame_owner;
-	c.f_len = off->frame_read_len;
-	c.c_first = off->code_firstlineno;
-	c.c_file = off->code_filename;
-	c.c_name = off->code_name;
-	c.c_qual = off->code_qualname;
-	c.c_adaptive = off->code_code_adaptive;
-	c.c_lt = off->code_linetable;
-	c.u_hash = off->unicode_hash;
-	c.o_type = off->object_type;
-	c.b_size = off->bytes_size;
-	c.b_data = off->bytes_data;
-	c.epoch = BPF_CORE_READ(task, group_leader, start_time);
-	c.instr_kind = off->instr_kind;
-	c.owner_cstack = off->owner_cstack;
-	c.skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
-	c.code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
-	c.tgid = tgid;
-	read_bulk(off, tstate, frame, &c);
-	c.status = ST_COMPLETE;
+	c = &b->fc;
+	__builtin_memset(c, 0, sizeof(*c));
+	c->frame = frame;
+	c->mark = frame;
+	c->power = 1;
+	c->hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
+	c->code_type = proc->code_type_addr;
+	c->tag_mask = off->code_tag_mask;
+	c->f_prev = off->frame_previous;
+	c->f_code = off->frame_code;
+	c->f_instr = off->frame_instr;
+	c->f_owner = off->frame_owner;
+	c->f_len = off->frame_read_len;
+	c->c_first = off->code_firstlineno;
+	c->c_file = off->code_filename;
+	c->c_name = off->code_name;
+	c->c_qual = off->code_qualname;
+	c->c_adaptive = off->code_code_adaptive;
+	c->c_lt = off->code_linetable;
+	c->u_hash = off->unicode_hash;
+	c->o_type = off->object_type;
+	c->b_size = off->bytes_size;
+	c->b_data = off->bytes_data;
+	c->epoch = BPF_CORE_READ(task, group_leader, start_time);
+	c->instr_kind = off->instr_kind;
+	c->owner_cstack = off->owner_cstack;
+	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
+	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
+	c->tgid = tgid;
+	read_bulk(off, tstate, frame, c);
+	c->status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
-	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &c, 0);
+	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, NULL, 0);
 
-	if (c.cache_hits)
-		count_n(CNT_CODE_CACHE_HIT, c.cache_hits);
-	b->ev.status = c.status;
-	if (c.status == ST_COMPLETE && c.n == 0)
+	if (c->cache_hits)
+		count_n(CNT_CODE_CACHE_HIT, c->cache_hits);
+	b->ev.status = c->status;
+	if (c->status == ST_COMPLETE && c->n == 0)
 		b->ev.status = ST_IDLE;
-	b->ev.nframes = c.n;
-	b->ev.stack_hash = c.n ? c.hash ^ c.status : 0;
+	b->ev.nframes = c->n;
+	b->ev.stack_hash = c->n ? c->hash ^ c->status : 0;
 	return b;
 }
 
@@ -803,6 +818,15 @@ static __always_inline void emit_proc_event(__u32 kind, __u32 tgid, __u32 tid)
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+/*
+ * The two states a process entry starts in, as read-only globals: on the
+ * stack (144 bytes each) they would sit in pysight_on_cpu's frame, under
+ * walk_frame's, and the verifier adds a bpf_loop callback's stack to its
+ * caller's (6.18 kernels refuse more than 512 bytes together).
+ */
+const struct py_proc proc_pending = { .state = PY_PROC_PENDING };
+const struct py_proc proc_ignored = { .state = PY_PROC_IGNORED };
+
 static __always_inline int exe_key(struct task_struct *task,
 				   struct py_binary_key *key)
 {
@@ -840,7 +864,6 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 						  __u32 tgid, __u64 flags)
 {
 	struct py_binary_key key = {};
-	struct py_proc ignored = { .state = PY_PROC_IGNORED };
 	struct py_proc *known, *old;
 
 	if (exe_key(task, &key))
@@ -859,8 +882,8 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 		 * no event coming at its exit */
 		old = bpf_map_lookup_elem(&procs, &tgid);
 		if (old && old->state != PY_PROC_IGNORED)
-			emit_adopted(tgid, &ignored);
-		bpf_map_update_elem(&procs, &tgid, &ignored, flags);
+			emit_adopted(tgid, &proc_ignored);
+		bpf_map_update_elem(&procs, &tgid, &proc_ignored, flags);
 		return true;
 	}
 	return false;
@@ -871,16 +894,13 @@ static __always_inline bool configure_from_binary(struct task_struct *task,
 static __always_inline struct py_proc *discover(struct task_struct *task,
 						__u32 tgid, __u32 tid)
 {
-	struct py_proc pending = {};
-
 	/* past its exit tracepoint a task still runs (and is sampled) while
 	 * it tears down: an entry made now would outlive it */
 	if (BPF_CORE_READ(task, flags) & PF_EXITING)
 		return NULL;
 	if (configure_from_binary(task, tgid, BPF_NOEXIST))
 		return bpf_map_lookup_elem(&procs, &tgid);
-	pending.state = PY_PROC_PENDING;
-	if (bpf_map_update_elem(&procs, &tgid, &pending, BPF_NOEXIST))
+	if (bpf_map_update_elem(&procs, &tgid, &proc_pending, BPF_NOEXIST))
 		return NULL;	/* someone else got there first */
 	count(CNT_NEW_PID);
 	emit_proc_event(EV_NEW_PID, tgid, tid);
@@ -1401,7 +1421,6 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pysight_exec, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	struct py_proc pending = { .state = PY_PROC_PENDING };
 
 	/* a new image: whatever we knew about this pid is stale */
 	bpf_map_delete_elem(&tstates, &tgid);
@@ -1413,7 +1432,7 @@ int BPF_PROG(pysight_exec, struct task_struct *p)
 		return 0;
 	/* pending until user space answers; the entry makes its exit
 	 * reported, so user space can forget what it learns */
-	bpf_map_update_elem(&procs, &tgid, &pending, BPF_ANY);
+	bpf_map_update_elem(&procs, &tgid, &proc_pending, BPF_ANY);
 	count(CNT_NEW_PID);
 	emit_proc_event(EV_EXEC, tgid, tgid);
 	return 0;

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "pysight.h"	/* before the skeleton: its .rodata holds a struct py_proc */
 #include "pysight.skel.h"
 #include "sampler.h"
 
