@@ -31,6 +31,7 @@
 #include "history.h"
 #include "metrics.h"
 #include "otlp.h"
+#include "privs.h"
 #include "registry.h"
 #include "service.h"
 #include "session.h"
@@ -870,6 +871,8 @@ static void defaults(struct agent *a)
 	a->o.ex.timeout_s = 10;
 	/* an outage ends at most this long before the queue moves again */
 	a->o.ex.max_backoff_s = 10;
+	/* a Retry-After longer than ours is honoured, up to five minutes */
+	a->o.ex.max_retry_after_s = 300;
 	a->o.ex.content_type = OTLP_CONTENT_TYPE;
 	a->ctl = -1;
 	a->rebase_every_ns = (uint64_t)(REBASE_S * 1e9);
@@ -897,6 +900,8 @@ int cmd_agent(int argc, char **argv)
 		return 2;
 	if (!a.o.otlp && !a.o.output_dir)
 		usage_error("nowhere to send profiles: give --otlp URL, --output-dir DIR, or both");
+	if (privs__check())
+		return 1;
 	a.o.export_rate = a.s.o.rate;
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;

@@ -25,8 +25,12 @@ static int check_privileges(void)
 	}
 	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
 		return 0;
-	fprintf(stderr, "pysight: needs root, or CAP_BPF and CAP_PERFMON "
-			"(and CAP_SYS_PTRACE to read other users' processes)\n");
+	/* say which of the two this process lacks, not only what is needed */
+	fprintf(stderr, "pysight: needs root, or CAP_BPF and CAP_PERFMON: "
+			"this process lacks %s (CAP_SYS_PTRACE is needed too "
+			"to read other users' processes)\n",
+		bpf == CAP_SET ? "CAP_PERFMON" :
+		perfmon == CAP_SET ? "CAP_BPF" : "both");
 	return -EPERM;
 }
 

@@ -74,7 +74,17 @@ def test_empty_path_is_a_usage_error(argv, option, procs):
     assert run.returncode == 2 and run.elapsed < 2, (run.returncode, run.elapsed)
 
 
-def test_not_root(procs, workdir):
+@pytest.mark.parametrize("command,caps,lacks", [
+    ("record", "", "both"),
+    ("agent", "", "both"),
+    ("dump", "", "both"),
+    ("record", "bpf", "CAP_PERFMON"),
+    ("agent", "perfmon", "CAP_BPF"),
+], ids=lambda v: v or "none")
+def test_not_root(command, caps, lacks, procs, workdir):
+    """Every command that loads BPF refuses an unprivileged user in one
+    line that names what this process lacks; one capability of the two
+    (given as an ambient capability) is not enough."""
     # a copy nobody can run, whatever the permissions on the repo's path
     os.chmod(workdir, 0o755)
     binary = os.path.join(workdir, "pysight")
@@ -83,13 +93,19 @@ def test_not_root(procs, workdir):
     out_dir = os.path.join(workdir, "out")
     os.mkdir(out_dir)
     os.chmod(out_dir, 0o777)
-    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-            binary, "record", "-d", "1", "-o", os.path.join(out_dir, "x.folded")]
+    args = {"record": ["-d", "1", "-o", os.path.join(out_dir, "x.folded")],
+            "agent": ["--output-dir", out_dir, "--spool", out_dir],
+            "dump": ["-p", str(os.getpid())]}[command]
+    keep = ["--inh-caps=+" + caps, "--ambient-caps=+" + caps] if caps else ["--inh-caps=-all"]
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + keep + \
+        [binary, command] + args
     proc = procs.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
     out, err = proc.communicate(timeout=30)
     run = RunResult(proc.returncode, err, out, time.monotonic() - t0, argv)
-    assert_one_error(run, "root", "CAP_BPF")
+    assert_one_error(run, "needs root, or CAP_BPF and CAP_PERFMON", "lacks " + lacks)
+    assert run.returncode == 1, run
+    assert not os.listdir(out_dir), os.listdir(out_dir)
 
 
 def test_pid_exits_while_recording(procs, staging, workdir):
