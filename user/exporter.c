@@ -300,7 +300,8 @@ static void *run(void *arg)
 			continue;
 		}
 		spool__failed(e->spool, seq);
-		wait = retry_after > 0 ? fmin(retry_after, e->o.max_backoff_s)
+		/* the server knows best how long it needs, within reason */
+		wait = retry_after > 0 ? fmin(retry_after, e->o.max_retry_after_s)
 				       : e->backoff;
 		e->backoff = fmin(e->backoff * 2, e->o.max_backoff_s);
 		/* a kick does not cut a backoff short: only time, or stop */

@@ -23,7 +23,8 @@ struct exporter_opts {
 	int nheaders;
 	const char *ca_file;		/* TLS: trust this CA, or NULL */
 	double timeout_s;		/* per request */
-	double max_backoff_s;
+	double max_backoff_s;		/* of our own doubling */
+	double max_retry_after_s;	/* of a server's Retry-After */
 	const char *content_type;
 	bool verbose;
 };

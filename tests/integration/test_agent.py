@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -23,7 +24,7 @@ import urllib.request
 
 import pytest
 
-from conftest import (INTERPRETERS, PYSIGHT, Profile, find_interp, pct, python_frames,
+from conftest import (INTERPRETERS, PYSIGHT, REPO, Profile, find_interp, pct, python_frames,
                       run_pysight)
 from otelcol import PROFILES_PATH, free_port
 
@@ -874,24 +875,26 @@ def test_partial_success_is_counted_and_logged_once(py, procs, staging, workdir,
 
 
 def test_retry_after_is_honoured(py, procs, staging, workdir, fake_endpoint):
-    """503 with Retry-After: 3, twice: the same export is sent again after
-    3 s each time (not after the 1 s and 2 s of the backoff), then
-    everything queued meanwhile goes, in order, once."""
-    server = fake_endpoint(lambda n: (503, dict(PB, **{"Retry-After": "3"}),
+    """503 with Retry-After: 3, then 12: the same export is sent again
+    after 3 s (not the backoff's 1 s), then after 12 s (longer than the
+    backoff's 10 s cap: the server's word wins), then everything queued
+    meanwhile goes, in order, once."""
+    server = fake_endpoint(lambda n: (503, dict(PB, **{"Retry-After": "3" if n == 0 else "12"}),
                                       rpc_status(14, "overloaded, come back later"))
                            if n < 2 else OK)
     burn = Burn(procs, staging, py, duty=0.3)
     agent = Agent(procs, workdir, ["-v", "--otlp", server.endpoint, "--export-interval", 1,
                                    "-r", 97, "-p", burn.pid]).wait_sampling()
     burn.go()
-    wait_for(lambda: len(server.posts) >= 8, 25, "eight posts")
+    wait_for(lambda: len(server.posts) >= 8, 35, "eight posts")
     burn.finish()
     assert agent.wait() == 0, agent.stderr
     posts = server.posts
     t = [p[0] for p in posts]
     assert posts[1][3] == posts[0][3] == posts[2][3], "the refused export was not retried"
-    assert 2.9 <= t[1] - t[0] <= 4.0 and 2.9 <= t[2] - t[1] <= 4.0, \
-        "retries after %.2f s and %.2f s, not Retry-After's 3 s" % (t[1] - t[0], t[2] - t[1])
+    assert 2.9 <= t[1] - t[0] <= 4.0 and 11.9 <= t[2] - t[1] <= 13.0, \
+        "retries after %.2f s and %.2f s, not Retry-After's 3 s and 12 s" % \
+        (t[1] - t[0], t[2] - t[1])
     assert agent.stderr.count("HTTP 503, will retry: overloaded, come back later") == 2, \
         agent.stderr
     accepted = [p[3] for p in posts[2:]]
@@ -1242,6 +1245,27 @@ def test_snapshots(py, procs, staging, workdir, otel_collector):
     assert p.duration_nano == window * NS
     assert abs(p.end_unix_nano - time.time_ns()) < 5 * NS
 
+    # the control socket: root's, and only its group may write to it
+    st = os.stat(agent.socket)
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660 and st.st_uid == 0, \
+        (oct(st.st_mode), st.st_uid)
+
+    # tools/pysight_trigger.py in a real WSGI app: a slow request's own
+    # function is in the snapshot it asks for
+    if not py.chroot:
+        mark = len(agent.lines)
+        app = os.path.join(workdir, "slow_app.py")
+        with open(app, "w") as f:
+            f.write(SLOW_APP % os.path.join(REPO, "tools"))
+        run = subprocess.run(py.argv(app), capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYSIGHT_SOCKET=agent.socket))
+        assert run.returncode == 0 and run.stdout == "served\n", run.stdout + run.stderr
+        path = agent.wait_line(r"snapshot \(GET__checkout_[0-9.]+s\) written to (\S+)$",
+                               start=mark).group(1)
+        prof = Profile.load(path)
+        assert prof.containing("slow_checkout_view").total >= 0.3 * 97 * 0.6, prof.top()
+        assert not {"snapalpha", "snapbeta"} & py_names(prof), prof.top()
+
     # two applications' triggers at once: two files, each its own
     a1 = ask(agent.socket, "trigger pid=%d reason=a\n" % alpha.pid).decode()
     b1 = ask(agent.socket, "trigger pid=%d reason=b\n" % beta.pid).decode()
@@ -1254,6 +1278,33 @@ def test_snapshots(py, procs, staging, workdir, otel_collector):
     for p in (alpha, beta):
         p.kill()
         p.wait()
+
+
+# A WSGI app behind tools/pysight_trigger.py's middleware: one request that
+# burns 0.6 s, over the 0.3 s threshold (%s: the tools folder)
+SLOW_APP = """
+import sys, threading, time
+from wsgiref.util import setup_testing_defaults
+sys.path.insert(0, %r)
+import pysight_trigger
+
+def slow_checkout_view(environ, start_response):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.6:
+        pass
+    start_response("200 OK", [])
+    return [b"ok"]
+
+app = pysight_trigger.SlowRequestTrigger(slow_checkout_view, threshold_s=0.3)
+time.sleep(1.5)  # the agent learns of this process
+env = {"PATH_INFO": "/checkout"}
+setup_testing_defaults(env)
+assert app(env, lambda status, headers: None) == [b"ok"]
+for t in threading.enumerate():
+    if t is not threading.main_thread():
+        t.join(10)
+print("served")
+"""
 
 
 def test_snapshot_without_agent(procs, workdir):
