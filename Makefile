@@ -313,14 +313,14 @@ $(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/offsets.c \
 
 # code objects, str and bytes read from a fake address space
 $(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c $(wildcard user/*.h) | $(OUTPUT)
+		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/symbols.c user/linetable.c user/offsets.c \
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -DFIXTURES=\"$(abspath tests/fixtures)\" $< user/symbols.c user/linetable.c user/offsets.c \
 		user/offsets_table.c -o $@
 
 # EV_CODE: a code object named from the bytes BPF copied at its dealloc
 $(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c $(wildcard user/*.h) | $(OUTPUT)
+		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -DFIXTURES=\"$(abspath tests/fixtures)\" $< \
 		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
@@ -332,7 +332,11 @@ fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			corpus/$$h 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || exit 1; \
+			corpus/$$h > fuzz_$$h.log 2>&1; \
+		grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' fuzz_$$h.log; \
+		if grep -q -E 'ERROR|SUMMARY' fuzz_$$h.log || \
+		   ! grep -q 'stat::number_of_executed_units' fuzz_$$h.log; then \
+			echo "  FUZZ     $$h failed: $(OUTPUT)/fuzz_$$h.log"; exit 1; fi; \
 	done
 
 clean:

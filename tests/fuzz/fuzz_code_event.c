@@ -31,6 +31,7 @@
 #include "linetable.h"
 #include "offsets.h"
 #include "symbols.h"
+#include "layout.h"
 
 #define HDR_LEN		26
 
@@ -68,39 +69,6 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 	return -1;
 }
 
-/*
- * A minor's layout: 3.8-3.12 from the generated table, 3.13 on from the
- * _Py_DebugOffsets of a real interpreter's _PyRuntime (tests/fixtures).
- */
-static int layout(int minor, struct py_offsets *off)
-{
-	static struct py_offsets debug[16];
-	static int state[16];	/* 0 not read, 1 read, -1 none */
-	char path[512], err[256];
-	uint8_t runtime[4096];
-	size_t n;
-	FILE *f;
-
-	if (minor < 13)
-		return offsets__from_table(3, minor, off);
-	if (!state[minor]) {
-		state[minor] = -1;
-		snprintf(path, sizeof(path), "%s/pyruntime-3.%d.bin", FIXTURES, minor);
-		f = fopen(path, "rb");
-		if (f) {
-			n = fread(runtime, 1, sizeof(runtime), f);
-			fclose(f);
-			if (!offsets__from_debug(runtime, n, minor, &debug[minor],
-						 err, sizeof(err)))
-				state[minor] = 1;
-		}
-	}
-	if (state[minor] < 0)
-		return -ENOENT;
-	*off = debug[minor];
-	return 0;
-}
-
 static uint64_t get_le64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -128,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	minor = 8 + data[0] % 8;
 	memset(&proc, 0, sizeof(proc));
-	if (layout(minor, &proc.off))
+	if (fuzz_layout(minor, &proc.off))
 		return 0;
 	proc.code_type_addr = get_le64(data + 2);
 	proc.unicode_type_addr = get_le64(data + 10);

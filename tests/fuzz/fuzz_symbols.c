@@ -7,7 +7,8 @@
  * over ASan's weak interceptor), which serves reads of the bytes after
  * the header, mapped at MEM_BASE, and faults everywhere else.
  *
- * Input layout: byte 0 picks the minor (3.8 to 3.15), bytes 1-4 the code
+ * Input layout: byte 0 picks the minor (3.8 to 3.15: 3.13 on need
+ * FIXTURES, the tests' _PyRuntime copies), bytes 1-4 the code
  * object's offset in the blob, 5-8 a str's, 9-12 a bytes object's, 13-16
  * lasti (little endian); the rest is the memory.  The type objects'
  * addresses are fixed (below MEM_BASE), so an input that wants to pass a
@@ -24,6 +25,7 @@
 #include "linetable.h"
 #include "offsets.h"
 #include "symbols.h"
+#include "layout.h"
 
 #define HDR_LEN		17
 #define MEM_BASE	0x7f0000100000ULL
@@ -81,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	minor = 8 + data[0] % 8;
 	memset(&proc, 0, sizeof(proc));
-	if (offsets__from_table(3, minor, &proc.off))
+	if (fuzz_layout(minor, &proc.off))
 		return 0;
 	proc.code_type_addr = CODE_TYPE;
 	proc.unicode_type_addr = UNICODE_TYPE;
