@@ -126,6 +126,13 @@ def record_next_to(procs, staging, workdir, hostile):
     return prof, run.stderr, ratio.pid
 
 
+def unknown_frames(err):
+    """The summary's count of frames that could not be named."""
+    m = re.search(r"(\d+) unknown frames", err)
+    assert m, err[-3000:]
+    return int(m.group(1))
+
+
 def liar(procs, staging, mode):
     interp = debian_311()
     # niced: the liar is sampled all the same, and leaves the CPU to ratio.py
@@ -173,6 +180,7 @@ def test_code_name_garbage(procs, staging, workdir):
     junk = [n for n in names if "\x01\x02" in n or "\x00" in n or "\\x" in n]
     assert not junk, mine.top()
     assert mine.total > 0 and "[unknown]" in names, mine.top()
+    assert unknown_frames(err) > 0, err[-3000:]
 
 
 def test_huge_str(procs, staging, workdir):
@@ -184,6 +192,7 @@ def test_huge_str(procs, staging, workdir):
     assert "huge_str" in names and "huge_str_target" not in names, mine.top()
     assert not [n for n in names if n.startswith("huge_str_name")], mine.top()
     assert "[unknown]" in names, mine.top()
+    assert unknown_frames(err) > 0, err[-3000:]
 
 
 def test_thread_cycle(procs, staging, workdir):
@@ -207,6 +216,9 @@ def test_fake_python3(procs, staging, workdir):
                               "echo ready; while :; do :; done"])
     prof, err, _ = record_next_to(procs, staging, workdir, bad)
     assert of_pid(prof, bad.pid).total == 0, of_pid(prof, bad.pid).top()
+    # said once, with the reason, under -v
+    said = [l for l in err.splitlines() if l.startswith("pysight: skipping pid %d: " % bad.pid)]
+    assert len(said) == 1 and "no _PyRuntime symbol in " in said[0], err[-3000:]
 
 
 def corrupt_section_headers(path):

@@ -27,8 +27,11 @@ def leftovers(d, name):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
                          ids=["INT", "TERM", "HUP"])
 def test_signal_leaves_a_whole_profile(sig, procs, workdir):
+    """Folded would still parse if cut at a line's end; a gzipped pprof
+    would not. The same recording in both must hold the same samples."""
     out = os.path.join(workdir, "sig.folded")
-    rec = Recorder(procs, ["-r", 200, "-o", out, "--", "/usr/bin/python3.11",
+    pb = os.path.join(workdir, "sig.pb.gz")
+    rec = Recorder(procs, ["-r", 200, "-o", out, "-o", pb, "--", "/usr/bin/python3.11",
                            os.path.join(WORKLOADS, "ratio.py"), "30"])
     rec.wait_sampling()
     time.sleep(1.5)
@@ -36,7 +39,12 @@ def test_signal_leaves_a_whole_profile(sig, procs, workdir):
     assert rec.wait() == 0, rec.stderr
     prof = Profile.load(out)          # every line parses
     assert prof.total > 100, prof.top()
-    assert not leftovers(workdir, "sig.folded")
+    back = os.path.join(workdir, "back.folded")
+    run = subprocess.run([PYSIGHT, "convert", pb, "-o", back], capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    assert Profile.load(back).total == prof.total, (Profile.load(back).total, prof.total)
+    assert not leftovers(workdir, "sig.folded") and not leftovers(workdir, "sig.pb.gz")
 
 
 @pytest.fixture
@@ -64,6 +72,18 @@ def test_full_disk(small_fs):
     assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
     assert "No space left on device" in run.stderr and out in run.stderr, run.stderr
     assert not os.path.exists(out) and not leftovers(small_fs, "prof.folded")
+
+
+def test_full_disk_record(small_fs, procs):
+    """record's own profile, after a real recording: the same one line, no
+    file, and the command's exit is not hidden by a success."""
+    out = os.path.join(small_fs, "rec.folded")
+    rec = Recorder(procs, ["-r", 200, "-o", out, "--", "/usr/bin/python3.11",
+                           os.path.join(WORKLOADS, "ratio.py"), "1"])
+    assert rec.wait() == 1, rec.stderr
+    errors = [l for l in rec.stderr.splitlines() if "No space left on device" in l]
+    assert len(errors) == 1 and out in errors[0], rec.stderr
+    assert not os.path.exists(out) and not leftovers(small_fs, "rec.folded")
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 """Overload: at 10 kHz with a ring buffer too small for it, drops are
-counted and reported, the samples kept stay right, and nothing stalls."""
+counted and reported, the samples kept stay right, and nothing stalls:
+two processes whose split is known, and a process of 50 busy threads."""
 import os
 import re
 import time
 
-from conftest import INTERPRETERS, Profile, Recorder, cpu_s, find_interp, pct
+from conftest import (INTERPRETERS, Profile, Recorder, cpu_s, find_interp, pct,
+                      python_frames)
 from test_formats import go_top
 
 RATE = 10000
@@ -61,3 +63,53 @@ def test_ring_buffer_overflow(procs, staging, workdir):
     assert abs(total - cpu) <= 0.15 * cpu, ("pprof says %.2f CPU s, the workers used %.2f s"
                                             % (total, cpu), top[:600], rec.stderr)
 
+
+
+THREAD_ROOT = re.compile(r"^thread (\d+)$")
+
+
+def test_many_threads_overflow(procs, staging, workdir):
+    """50 busy threads at 10 kHz through a ring buffer too small for
+    them: drops counted, the rate lowered and said, no stall, and every
+    sample kept on one of the workload's own threads, in its spin loop, on
+    its hot line; nearly every thread is seen."""
+    interp = find_interp("3.11", "debian") or INTERPRETERS[0]
+    out = os.path.join(workdir, "threads.folded")
+    result = staging.result_file(interp)
+    spinners = procs.start(interp.argv(staging.script(interp, "threads50.py"), SECONDS + 1,
+                                       result, 50))
+    os.environ["PYSIGHT_RINGBUF_KB"] = "4"
+    try:
+        rec = Recorder(procs, ["-d", SECONDS - 1, "-r", RATE, "-o", out, "--threads",
+                               "-p", spinners.pid])
+    finally:
+        del os.environ["PYSIGHT_RINGBUF_KB"]
+    t0 = time.monotonic()
+    rec.wait_sampling()
+    assert rec.wait(30) == 0, rec.stderr
+    assert time.monotonic() - t0 < SECONDS + 5, rec.stderr
+    assert spinners.wait(30) == 0
+    truth = staging.read_result(interp, result)
+    m = re.search(r"lost (\d+) \(ring buffer full\)", rec.stderr)
+    assert m and int(m.group(1)) > 0, "no drop was counted:\n%s" % rec.stderr
+    assert re.search(r"could not keep up: sampled at as little as \d+% of the rate",
+                     rec.stderr), rec.stderr
+
+    prof = Profile.load(out)
+    tids = {t["tid"] for t in truth["threads"]}
+    spin = prof.containing("spin_worker", "threads50.py")
+    assert spin.total >= 0.9 * prof.total, prof.top()
+    seen = {}
+    for frames, count in spin.stacks:
+        root = THREAD_ROOT.match(frames[0].name)
+        assert root, frames[0].name
+        seen[int(root.group(1))] = seen.get(int(root.group(1)), 0) + count
+    assert not set(seen) - tids, "samples on threads not the workload's: %s" % (
+        sorted(set(seen) - tids))
+    assert len(seen) >= 45, "spin_worker seen in %d of 50 threads: %s" % (
+        len(seen), sorted(seen.values()))
+    leaf = spin.with_leaf("spin_worker")
+    hot = leaf.select(lambda f: python_frames(f)[-1].line == truth["hot_line"])
+    print("%d samples kept, %d threads seen, %.1f%% on the hot line" % (
+        prof.total, len(seen), pct(hot.total, leaf.total)))
+    assert pct(hot.total, leaf.total) >= 80.0, leaf.top()
