@@ -158,7 +158,12 @@ struct frame_ctx {
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
 	__u32 tgid;
+	__u32 slot;		/* of scratch and bulk: see scratch_get() */
 };
+
+/* nesting levels with a buffer of their own: a program, a perf sample
+ * interrupting it, and one to spare (see scratch_get()) */
+#define SCRATCH_SLOTS	3
 
 struct sample_buf {
 	struct sample_event ev;
@@ -169,6 +174,7 @@ struct sample_buf {
 	__u8 twin[PYSIGHT_TSTATE_WINDOW];
 	struct code_ident ident;	/* code_check's */
 	struct frame_ctx fc;		/* collect_stack's, for walk_frame */
+	__u32 slot;			/* this buffer's index in scratch */
 };
 
 /* A copy of the data stack below the leaf frame (own map: per-CPU values
@@ -179,17 +185,25 @@ struct bulk_buf {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct bulk_buf);
 } bulk SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct sample_buf);
 } scratch SEC(".maps");
+
+/* how many of this CPU's scratch slots are in use */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} scratch_depth SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -323,17 +337,15 @@ static long walk_thread(__u32 i, void *data)
  * in the list: its prev's next, or for the head the interpreter's head,
  * is itself.  One window read for id and prev, one read for the link.
  */
-static __always_inline bool tstate_valid(const struct py_offsets *off,
+static __always_inline bool tstate_valid(struct sample_buf *b,
+					 const struct py_offsets *off,
 					 const struct tstate_entry *e,
 					 __u64 want, __u16 id_off)
 {
-	struct sample_buf *b;
-	__u32 zero = 0;
 	__u64 prev, link = 0;
 	__u32 size = id_off + 8;
 
-	b = bpf_map_lookup_elem(&scratch, &zero);
-	if (!b || size > PYSIGHT_TSTATE_WINDOW ||
+	if (size > PYSIGHT_TSTATE_WINDOW ||
 	    off->tstate_prev > PYSIGHT_TSTATE_WINDOW - 8)
 		return false;
 	if (bpf_probe_read_user(b->twin, size, (void *)e->tstate))
@@ -373,7 +385,8 @@ static __always_inline __u64 tstate_id(__u64 tstate, __u16 id_off)
 	return id;
 }
 
-static __always_inline int find_tstate(const struct py_proc *proc,
+static __always_inline int find_tstate(struct sample_buf *b,
+				       const struct py_proc *proc,
 				       struct task_struct *task, __u32 tid,
 				       __u64 *out)
 {
@@ -390,7 +403,7 @@ static __always_inline int find_tstate(const struct py_proc *proc,
 
 	cached = bpf_map_lookup_elem(&tstates, &tid);
 	if (cached && cached->tstate &&
-	    tstate_valid(off, cached, w.want, w.id_off)) {
+	    tstate_valid(b, off, cached, w.want, w.id_off)) {
 		*out = cached->tstate;
 		count(CNT_TSTATE_CACHE_HIT);
 		return 0;
@@ -522,13 +535,13 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 					  struct sample_buf *b)
 {
 	struct bulk_buf *bb;
-	__u32 zero = 0, len;
+	__u32 slot = c->slot, len;
 	__u64 o;
 
 	if (c->frame >= c->bulk_lo &&
 	    c->frame + PYSIGHT_FRAME_WINDOW <= c->bulk_hi) {
 		o = c->frame - c->bulk_lo;
-		bb = bpf_map_lookup_elem(&bulk, &zero);
+		bb = bpf_map_lookup_elem(&bulk, &slot);
 		if (bb && o <= PYSIGHT_BULK - PYSIGHT_FRAME_WINDOW)
 			return bb->data + o;
 	}
@@ -542,18 +555,19 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 	return b->fwin;
 }
 
+/* data: the scratch slot the walk's caller holds */
 static long walk_frame(__u32 i, void *data)
 {
 	struct frame_ctx *c;
 	struct sample_buf *b;
 	struct py_frame *f;
-	__u32 zero = 0, check = 0;
+	__u32 check = 0;
 	__u64 code, instr;
 	__u8 *win;
 	__s32 lasti;
 	int err;
 
-	b = bpf_map_lookup_elem(&scratch, &zero);
+	b = bpf_map_lookup_elem(&scratch, data);
 	if (!b)
 		return 1;
 	c = &b->fc;
@@ -633,7 +647,7 @@ static __always_inline void read_bulk(const struct py_offsets *off,
 {
 	__u64 ds[3] = {};	/* datastack_chunk, datastack_top, _limit */
 	struct bulk_buf *bb;
-	__u32 zero = 0;
+	__u32 slot = c->slot;
 	__u64 lo, hi;
 	long err;
 
@@ -648,7 +662,7 @@ static __always_inline void read_bulk(const struct py_offsets *off,
 		return;
 	if (hi - lo > PYSIGHT_BULK)
 		lo = hi - PYSIGHT_BULK;
-	bb = bpf_map_lookup_elem(&bulk, &zero);
+	bb = bpf_map_lookup_elem(&bulk, &slot);
 	if (!bb)
 		return;
 	/* two calls so the verifier sees each size bounded */
@@ -665,33 +679,66 @@ static __always_inline void read_bulk(const struct py_offsets *off,
 }
 
 /*
- * Walk the current thread's Python stack into the per-CPU scratch buffer.
- * Callable from any program type that runs in the thread's context.
+ * Scratch slots.  A perf sample can interrupt a program that is walking a
+ * stack on this CPU (sys_exit's runs with interrupts on) and would
+ * overwrite its buffers midway, so each level of nesting takes a slot of
+ * its own, in scratch and in bulk.  What interrupts runs to completion
+ * before the interrupted program goes on, so a plain count is enough.
  */
-static __always_inline struct sample_buf *
-collect_stack(const struct py_proc *proc, struct task_struct *task,
-	      __u32 tgid, __u32 tid)
+static __always_inline struct sample_buf *scratch_get(void)
 {
-	const struct py_offsets *off = &proc->off;
+	__u32 zero = 0, slot;
+	__u32 *depth = bpf_map_lookup_elem(&scratch_depth, &zero);
 	struct sample_buf *b;
-	struct frame_ctx *c;
-	__u64 tstate = 0, frame = 0;
-	__u32 zero = 0;
-	int err;
 
-	b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!depth)
+		return NULL;
+	slot = *(volatile __u32 *)depth;
+	if (slot >= SCRATCH_SLOTS)
+		return NULL;
+	b = bpf_map_lookup_elem(&scratch, &slot);
 	if (!b)
 		return NULL;
+	*(volatile __u32 *)depth = slot + 1;
+	b->slot = slot;
+	return b;
+}
+
+static __always_inline void scratch_put(void)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&scratch_depth, &zero);
+
+	if (depth && *depth)
+		*(volatile __u32 *)depth = *depth - 1;
+}
+
+/*
+ * Walk the current thread's Python stack into b, a scratch buffer the
+ * caller holds.  Callable from any program type that runs in the
+ * thread's context.
+ */
+static __always_inline void collect_stack(struct sample_buf *b,
+					  const struct py_proc *proc,
+					  struct task_struct *task,
+					  __u32 tgid, __u32 tid)
+{
+	const struct py_offsets *off = &proc->off;
+	struct frame_ctx *c;
+	__u64 tstate = 0, frame = 0;
+	__u32 slot = b->slot;
+	int err;
+
 	b->ev.nframes = 0;
 	b->ev.stack_hash = 0;
 
-	err = find_tstate(proc, task, tid, &tstate);
+	err = find_tstate(b, proc, task, tid, &tstate);
 	b->tstate = tstate;
 	if (!err)
 		err = first_frame(proc, tstate, &frame);
 	if (err) {
 		b->ev.status = -err;
-		return b;
+		return;
 	}
 
 	c = &b->fc;
@@ -723,11 +770,12 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->tgid = tgid;
+	c->slot = slot;
 	read_bulk(off, tstate, frame, c);
 	c->status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
-	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, NULL, 0);
+	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &slot, 0);
 
 	if (c->cache_hits)
 		count_n(CNT_CODE_CACHE_HIT, c->cache_hits);
@@ -736,7 +784,6 @@ collect_stack(const struct py_proc *proc, struct task_struct *task,
 		b->ev.status = ST_IDLE;
 	b->ev.nframes = c->n;
 	b->ev.stack_hash = c->n ? c->hash ^ c->status : 0;
-	return b;
 }
 
 static __always_inline void fill_header(struct event_header *h, __u32 kind,
@@ -1133,10 +1180,14 @@ static __always_inline void take_pending(void *ctx, struct thread_state *t,
 	if (!proc || proc->state != PY_PROC_PYTHON)
 		return;
 	count(CNT_OFF_WALKED);
-	b = collect_stack(proc, task, tgid, tid);
-	if (!b || b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
+	b = scratch_get();
+	if (!b)
 		return;
-	emit_sample(b, tgid, tid, t->pending_kind, weight, t->pending_kstack);
+	collect_stack(b, proc, task, tgid, tid);
+	if (b->ev.status != ST_NO_TSTATE && b->ev.status != ST_IDLE)
+		emit_sample(b, tgid, tid, t->pending_kind, weight,
+			    t->pending_kstack);
+	scratch_put();
 }
 
 /*
@@ -1366,12 +1417,40 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* What a perf sample does with the stack collect_stack() put in b. */
+static __always_inline void sample_on_cpu(struct sample_buf *b,
+					  struct py_proc *proc,
+					  struct task_struct *task,
+					  __u32 tgid, __u32 tid)
+{
+	struct thread_state *t;
+
+	if (b->ev.status < ST__MAX)
+		count(CNT_STATUS_BASE + b->ev.status);
+	if (b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
+		return;
+	if (gil_only && !holds_gil(proc, b->tstate))
+		return;
+	emit_sample(b, tgid, tid, KIND_CPU, mode ? cpu_weight(task, tid) : 0,
+		    -1);
+	if (!mode)
+		return;
+	/* an off-CPU interval that ended without a syscall exit
+	 * (preempted, a page fault): its stack is this one */
+	t = bpf_task_storage_get(&threads, task, 0, 0);
+	if (t && t->pending) {
+		emit_sample(b, tgid, tid, t->pending_kind, t->pending,
+			    t->pending_kstack);
+		t->pending = 0;
+		count(CNT_OFF_WALKED);
+	}
+}
+
 SEC("perf_event")
 int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct thread_state *t;
 	struct task_struct *task;
 	struct py_proc *proc;
 	struct sample_buf *b;
@@ -1392,28 +1471,12 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (mode == 2)
 		return 0;	/* --mode off: off-CPU time alone */
 	count(CNT_SAMPLES);
-	b = collect_stack(proc, task, tgid, tid);
+	b = scratch_get();
 	if (!b)
 		return 0;
-	if (b->ev.status < ST__MAX)
-		count(CNT_STATUS_BASE + b->ev.status);
-	if (b->ev.status == ST_NO_TSTATE || b->ev.status == ST_IDLE)
-		return 0;
-	if (gil_only && !holds_gil(proc, b->tstate))
-		return 0;
-	emit_sample(b, tgid, tid, KIND_CPU, mode ? cpu_weight(task, tid) : 0,
-		    -1);
-	if (mode) {
-		/* an off-CPU interval that ended without a syscall exit
-		 * (preempted, a page fault): its stack is this one */
-		t = bpf_task_storage_get(&threads, task, 0, 0);
-		if (t && t->pending) {
-			emit_sample(b, tgid, tid, t->pending_kind, t->pending,
-				    t->pending_kstack);
-			t->pending = 0;
-			count(CNT_OFF_WALKED);
-		}
-	}
+	collect_stack(b, proc, task, tgid, tid);
+	sample_on_cpu(b, proc, task, tgid, tid);
+	scratch_put();
 	return 0;
 }
 

@@ -300,3 +300,27 @@ def test_command_sampled_from_its_exec(how, procs, workdir):
     slept = sum(us for frames, us in prof.stacks if kind_of(frames) == "sleep") / 1e6
     assert 0.497 <= slept <= 0.52, "%.3f s of the 0.5 s sleep:\n%s\n%s" % (
         slept, prof.top(), run.stderr[-2000:])
+
+
+def test_nested_walks_keep_their_own_stacks(procs, staging, workdir):
+    """A perf sample that interrupts the walk of a stack at a syscall
+    exit walks the same thread's stack into buffers of its own: every
+    stack of leaf() is <module>, 21 level() and leaf(), never one walk's
+    frames spliced into another's. Sharing one buffer per CPU gave 1 or 2
+    samples of 27 to 46 frames in each 4 s run."""
+    interp = find_interp("3.11", "debian") or INTERPRETERS[0]
+    out = os.path.join(workdir, "nested.folded")
+    run = run_pysight(procs, ["record", "--mode", "wall", "-o", out, "-r", 10000, "--"]
+                      + interp.argv(staging.script(interp, "nested_walk.py"), 4), timeout=60)
+    assert_recorded(run)
+    good, bad = 0, []
+    for frames, us in Profile.load(out).stacks:
+        names = [f.name for f in frames if f.file is not None]
+        if "leaf" not in names:
+            continue
+        if names == ["<module>"] + ["level"] * 21 + ["leaf"]:
+            good += 1
+        else:
+            bad.append(names)
+    assert good and not bad, "%d stacks of leaf() of the wrong shape (%d right): %s" % (
+        len(bad), good, [(len(b), b[:3]) for b in bad[:5]])
