@@ -27,6 +27,7 @@ import pytest
 from conftest import (INTERPRETERS, PYSIGHT, REPO, Profile, find_interp, pct, python_frames,
                       run_pysight)
 from otelcol import PROFILES_PATH, free_port
+from test_containers import ID1, POD, cgroups  # noqa: F401 (a fixture)
 
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as ps
 
@@ -387,6 +388,36 @@ def test_export_matches_ground_truth(naming, py, procs, staging, workdir, otel_c
     for p in profiles[:-1]:
         assert 2 * NS <= p.duration_nano <= 2.2 * NS, span(p)
     check_against_timeline(burner_spans(profiles, burn), burn, RATE, naming)
+
+
+def test_container_resource(py, procs, staging, workdir, otel_collector, cgroups):
+    """Processes in a Kubernetes container, as containerd names its cgroup:
+    container.id and k8s.pod.uid on the resource; service.name is the
+    container's id, unless the process's own OTEL_SERVICE_NAME says."""
+    if py.chroot:
+        pytest.skip("the container's processes run the host's interpreter")
+    scope = cgroups.make("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s"
+                         ".slice/cri-containerd-%s.scope" % (POD.replace("-", "_"), ID1))
+    argv = lambda name: py.argv(staging.script(py, "named_burn.py"), name, 30)  # noqa: E731
+    plain = cgroups.run_in(procs, scope, argv("k8splain"), stdout=subprocess.PIPE, text=True)
+    named = cgroups.run_in(procs, scope, argv("k8snamed"), stdout=subprocess.PIPE, text=True,
+                           env=dict(os.environ, OTEL_SERVICE_NAME="cart"))
+    for p in (plain, named):
+        assert p.stdout.readline().startswith("ready"), "named_burn.py did not start"
+    col = otel_collector.start(free_port())
+    agent = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 1, "-r", 97,
+                                   "-p", plain.pid, "-p", named.pid]).wait_sampling()
+    time.sleep(3.5)
+    assert agent.stop() == 0, agent.stderr
+    for proc, service, fn in ((plain, ID1, "k8splain"), (named, "cart", "k8snamed")):
+        got = ours(col, proc.pid)
+        assert len(got) >= 2, [r.attributes for r, _ in col.profiles()]
+        for res, p in got:
+            attrs = res.attributes
+            assert (attrs.get("service.name"), attrs.get("container.id"),
+                    attrs.get("k8s.pod.uid")) == (service, ID1, POD), attrs
+        assert sum(total(p, has_func(fn)) for _, p in got) >= 0.5 * 97 * 3, \
+            [(r.attributes, total(p)) for r, p in got]
 
 
 def test_intervals_hold_their_own_samples(py, procs, staging, workdir, otel_collector):
