@@ -135,7 +135,6 @@ struct {
 	__type(value, struct code_slot);
 } code_checks SEC(".maps");
 
-/* ev and frames go out together: keep them first, and in this order */
 /*
  * Scalars the frame loop needs, copied out of the map value once.  They
  * live in the per-CPU scratch: bpf_loop's callback's stack counts on top
@@ -158,13 +157,13 @@ struct frame_ctx {
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
 	__u32 tgid;
-	__u32 slot;		/* of scratch and bulk: see scratch_get() */
 };
 
 /* nesting levels with a buffer of their own: a program, a perf sample
  * interrupting it, and one to spare (see scratch_get()) */
 #define SCRATCH_SLOTS	3
 
+/* ev and frames go out together: keep them first, and in this order */
 struct sample_buf {
 	struct sample_event ev;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];
@@ -453,8 +452,6 @@ static __always_inline int find_tstate(struct sample_buf *b,
 	return -(int)entry.status;
 }
 
-
-
 /*
  * Validate the code object and compute its identity checksum.  The
  * identity is built in the per-CPU scratch, not on the stack: this runs
@@ -535,13 +532,13 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 					  struct sample_buf *b)
 {
 	struct bulk_buf *bb;
-	__u32 slot = c->slot, len;
+	__u32 len;
 	__u64 o;
 
 	if (c->frame >= c->bulk_lo &&
 	    c->frame + PYSIGHT_FRAME_WINDOW <= c->bulk_hi) {
 		o = c->frame - c->bulk_lo;
-		bb = bpf_map_lookup_elem(&bulk, &slot);
+		bb = bpf_map_lookup_elem(&bulk, &b->slot);
 		if (bb && o <= PYSIGHT_BULK - PYSIGHT_FRAME_WINDOW)
 			return bb->data + o;
 	}
@@ -643,11 +640,10 @@ static __always_inline int first_frame(const struct py_proc *proc,
  */
 static __always_inline void read_bulk(const struct py_offsets *off,
 				      __u64 tstate, __u64 leaf,
-				      struct frame_ctx *c)
+				      struct frame_ctx *c, __u32 slot)
 {
 	__u64 ds[3] = {};	/* datastack_chunk, datastack_top, _limit */
 	struct bulk_buf *bb;
-	__u32 slot = c->slot;
 	__u64 lo, hi;
 	long err;
 
@@ -770,8 +766,7 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->tgid = tgid;
-	c->slot = slot;
-	read_bulk(off, tstate, frame, c);
+	read_bulk(off, tstate, frame, c, slot);
 	c->status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
