@@ -283,6 +283,8 @@ demo: deps
 # FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
+# the tests' _PyRuntime copies, for the layouts of 3.13 on (tests/fuzz/layout.h)
+FUZZ_FIXTURES := -DFIXTURES=\"$(abspath tests/fixtures)\"
 PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
 		user/reader.c user/tally.c user/writer.c user/write_folded.c \
@@ -315,14 +317,14 @@ $(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/offsets.c \
 $(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/symbols.c user/linetable.c \
 		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -DFIXTURES=\"$(abspath tests/fixtures)\" $< user/symbols.c user/linetable.c user/offsets.c \
-		user/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< user/symbols.c user/linetable.c \
+		user/offsets.c user/offsets_table.c -o $@
 
 # EV_CODE: a code object named from the bytes BPF copied at its dealloc
 $(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/linetable.c \
 		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -DFIXTURES=\"$(abspath tests/fixtures)\" $< \
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< \
 		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
 
 # Every harness starts from real inputs: interpreter binaries, their
