@@ -177,7 +177,15 @@ int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 		unlink(tmp);
 		return err;
 	}
+	errno = 0;
 	err = fn(ctx, f);
+	/*
+	 * A writer knows only that a stdio call failed (-EIO).  When it failed
+	 * in the middle, on a full buffer's write(2), errno still says why: a
+	 * full disk or a quota, which is what the user must read.
+	 */
+	if (err == -EIO && ferror(f) && errno)
+		err = -errno;
 	if (fflush(f) && !err)
 		err = -errno;
 	if (fsync(fileno(f)) && !err)

@@ -74,6 +74,22 @@ def test_full_disk(small_fs):
     assert not os.path.exists(out) and not leftovers(small_fs, "prof.folded")
 
 
+@pytest.mark.parametrize("ext", ["folded", "pb.gz", "json", "svg"])
+def test_full_disk_mid_profile(small_fs, workdir, ext):
+    """A profile bigger than stdio's buffer fails in the middle of the
+    writer, not at the last flush: the error is still the disk's."""
+    big = os.path.join(workdir, "big.folded")
+    with open(big, "w") as f:
+        for i in range(400):
+            f.write(f"main (/srv/app/main.py:1);handler_{i} (/srv/app/handlers.py:{i}) {i + 1}\n")
+    out = os.path.join(small_fs, "big." + ext)
+    run = subprocess.run([PYSIGHT, "convert", big, "-o", out], capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "No space left on device" in run.stderr and out in run.stderr, run.stderr
+    assert not os.path.exists(out) and not leftovers(small_fs, "big." + ext)
+
+
 def test_full_disk_record(small_fs, procs):
     """record's own profile, after a real recording: the same one line, no
     file, and the command's exit is not hidden by a success."""
