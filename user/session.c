@@ -34,7 +34,7 @@ enum {
 
 static const struct argp_option session_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
-	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100; the agent: 19)", 0 },
 	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
 	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id (repeatable; see pysight containers)", 0 },

@@ -742,6 +742,17 @@ def test_nowhere_to_send_is_a_usage_error(procs, workdir):
     assert len(run.stderr.strip().splitlines()) <= 2, run.stderr
 
 
+def test_help_states_the_agents_rate():
+    """-r is shared with record (100 Hz); the agent's own default is 19 Hz,
+    and its --help must not say otherwise."""
+    run = subprocess.run([PYSIGHT, "agent", "--help"], capture_output=True, text=True,
+                         timeout=30)
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    rate = text[text.index("-r, --rate=HZ"):][:120]
+    assert "agent: 19" in rate, rate
+
+
 # --------------------------------------------------------------------------
 # 5. A server that refuses, or asks to come back later
 
