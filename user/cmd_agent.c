@@ -850,6 +850,7 @@ static void loop(struct agent *a)
 			break;
 	}
 	/* what the last interval has, then what can still be sent */
+	collector__flush(a->s.col);
 	now = clock__wall_ns();
 	cut(a, now);
 	if (a->spool)

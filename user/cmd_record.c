@@ -295,7 +295,6 @@ static void run_loop(struct record *r)
 			print_progress(r, t - start);
 		}
 	}
-	collector__poll(r->s.col, 0);	/* what is still in the ring */
 }
 
 static void install_signals(void)

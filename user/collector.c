@@ -12,6 +12,7 @@
 #include <uthash.h>
 
 #include "cgroup.h"
+#include "clock.h"
 #include "collector.h"
 #include "container.h"
 #include "filename.h"
@@ -58,19 +59,26 @@ struct cproc {
 };
 
 /*
- * A sample with a frame we could not name, held until the ring has been
- * read to its end: the code object was freed before we read it, and its
- * dealloc sent its bytes (EV_CODE) after the sample.  The samples of its
- * process that follow wait behind it, so they keep their order.
+ * A sample with a frame we could not name, held for the code object's
+ * EV_CODE: the object was freed before we read it, and its dealloc sends
+ * its bytes after the sample.  That record can miss the pass over the
+ * ring that read the sample (a pass stops at a record BPF is still
+ * writing), so a held sample waits at least one more pass and up to
+ * DEFER_NS.  The samples of its process that follow wait behind it, so
+ * they keep their order.
  */
 struct deferred {
 	struct deferred *next;
+	uint64_t since_ns;
 	size_t size;
 	pid_t pid;
+	bool passed;		/* a pass over the ring has ended since */
 	_Alignas(8) unsigned char data[];
 };
 
 #define MAX_DEFERRED	256
+#define MAX_DEFERRED_PID 64	/* so one process cannot take them all */
+#define DEFER_NS	(100 * 1000000ULL)
 
 /* A Python stack with a kernel stack below it (--kernel-stacks). */
 struct with_kernel {
@@ -244,15 +252,18 @@ int collector__expect_exe(struct collector *c, const char *path, pid_t pid)
 }
 
 static int handle_sample(struct collector *c, const void *data, size_t size);
+static bool all_named(struct collector *c, const struct pyproc *pp,
+		      const struct py_frame *frames, int nframes, bool again);
 
-static bool deferred_of(const struct collector *c, pid_t pid)
+/* How many samples of pid are held. */
+static unsigned int deferred_of(const struct collector *c, pid_t pid)
 {
 	const struct deferred *d;
+	unsigned int n = 0;
 
 	for (d = c->ndeferred ? c->deferred : NULL; d; d = d->next)
-		if (d->pid == pid)
-			return true;
-	return false;
+		n += d->pid == pid;
+	return n;
 }
 
 static int defer(struct collector *c, const void *data, size_t size,
@@ -263,6 +274,8 @@ static int defer(struct collector *c, const void *data, size_t size,
 	if (!d)
 		return -ENOMEM;
 	d->next = NULL;
+	d->since_ns = clock__now_ns();
+	d->passed = false;
 	d->size = size;
 	d->pid = pid;
 	memcpy(d->data, data, size);
@@ -273,16 +286,57 @@ static int defer(struct collector *c, const void *data, size_t size,
 	return 0;
 }
 
-/* The samples held back, of pid (0: all), in order; named or not now. */
-static void replay(struct collector *c, pid_t pid)
+/* Is a sample of pid held before `end`? */
+static bool held_before(const struct collector *c, const struct deferred *end,
+			pid_t pid)
+{
+	const struct deferred *d;
+
+	for (d = c->deferred; d != end; d = d->next)
+		if (d->pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * At the end of a pass: does d, its process's first held sample, wait on?
+ * Yes while a frame is not named and its code's EV_CODE may still come:
+ * until one more pass has ended, and for DEFER_NS.  Marks the pass.
+ */
+static bool keep_waiting(struct collector *c, struct deferred *d,
+			 uint64_t now)
+{
+	const struct sample_event *ev = (const void *)d->data;
+	const struct pyproc *pp;
+	bool wait = !d->passed || now - d->since_ns < DEFER_NS;
+
+	d->passed = true;
+	if (!wait || !ev->has_frames)
+		return false;
+	pp = registry__get(c->reg, d->pid);
+	return pp && !all_named(c, pp, (const struct py_frame *)(ev + 1),
+				ev->nframes, true);
+}
+
+/*
+ * The samples held back, of pid (0: all), in order.  force: now, named or
+ * not (the process ended, or so did the recording).  Otherwise, at the
+ * end of a pass over the ring, a sample whose code may still come waits
+ * on (see struct deferred), and so do its process's later ones.
+ */
+static void replay(struct collector *c, pid_t pid, bool force)
 {
 	struct deferred **at = &c->deferred, *d;
+	uint64_t now = clock__now_ns();
+	bool was = c->replaying;
 
 	if (!c->ndeferred)
 		return;
 	c->replaying = true;
 	while ((d = *at)) {
-		if (pid && d->pid != pid) {
+		if ((pid && d->pid != pid) ||
+		    (!force && (held_before(c, d, d->pid) ||
+				keep_waiting(c, d, now)))) {
 			at = &d->next;
 			continue;
 		}
@@ -291,7 +345,7 @@ static void replay(struct collector *c, pid_t pid)
 		handle_sample(c, d->data, d->size);
 		free(d);
 	}
-	c->replaying = false;
+	c->replaying = was;
 }
 
 int collector__poll(struct collector *c, int max_ms)
@@ -302,11 +356,27 @@ int collector__poll(struct collector *c, int max_ms)
 				registry__retrying(c->reg) && max_ms > 5 ?
 					5 : max_ms);
 
-	replay(c, 0);
+	replay(c, 0, false);
 	registry__tick(c->reg);
 	sampler__jitter(c->sampler);
 	sampler__adapt(c->sampler);
-	return ret < 0 ? ret : 0;
+	return ret;
+}
+
+void collector__flush(struct collector *c)
+{
+	uint64_t until = clock__now_ns() + DEFER_NS;
+	int n;
+
+	/* what is left in the ring, and the code the held samples wait
+	 * for; records keep coming on a busy host, so not for long */
+	while (c->sampler && clock__now_ns() < until) {
+		n = sampler__poll(c->sampler, c->ndeferred ? 1 : 0);
+		replay(c, 0, false);
+		if (n <= 0 && !c->ndeferred)
+			break;
+	}
+	replay(c, 0, true);
 }
 
 struct profile *collector__profile(struct collector *c)
@@ -573,14 +643,16 @@ static bool may_wait(const struct collector *c, const struct pyproc *pp)
 	       (pp->proc.flags & PY_PROC_F_CODE_CACHE);
 }
 
+/* again: a held sample asks again, and its misses were counted once */
 static bool all_named(struct collector *c, const struct pyproc *pp,
-		      const struct py_frame *frames, int nframes)
+		      const struct py_frame *frames, int nframes, bool again)
 {
 	int i;
 
 	for (i = 0; i < nframes; i++)
-		if (!symcache__lookup(c->syms, pp->pid, &pp->proc,
-				      frames[i].code, frames[i].check))
+		if (!(again ? symcache__retry : symcache__lookup)(
+			    c->syms, pp->pid, &pp->proc, frames[i].code,
+			    frames[i].check))
 			return false;
 	return true;
 }
@@ -592,7 +664,7 @@ static int add_stack(struct collector *c, struct cproc *cp,
 	uint64_t misses = c->unknown_frames;
 	const struct pstack *stack;
 
-	if (may_wait(c, pp) && !all_named(c, pp, frames, ev->nframes))
+	if (may_wait(c, pp) && !all_named(c, pp, frames, ev->nframes, false))
 		return -EAGAIN;
 	stack = name_frames(c, pp, ev->status, frames, ev->nframes);
 	if (!stack)
@@ -726,6 +798,7 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	struct provisional *prov;
 	const struct pyproc *pp;
 	const struct pthread *t;
+	unsigned int held;
 	struct cproc *cp;
 	int err;
 
@@ -743,8 +816,12 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 			sampler__forget_stack(c->sampler, ev->stack_hash);
 		return 0;
 	}
-	if (!c->replaying && deferred_of(c, ev->hdr.pid))
-		return defer(c, data, size, ev->hdr.pid);
+	held = c->replaying ? 0 : deferred_of(c, ev->hdr.pid);
+	if (held) {
+		if (held < MAX_DEFERRED_PID && c->ndeferred < MAX_DEFERRED)
+			return defer(c, data, size, ev->hdr.pid);
+		replay(c, ev->hdr.pid, true);	/* full: no more waiting */
+	}
 	cp = cproc_get(c, ev->hdr.pid);
 	if (!cp)
 		return -ENOMEM;
@@ -800,7 +877,7 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 		return 0;
 	/* what a process's held samples wait for ends with it */
 	if (h->kind != EV_SAMPLE && h->kind != EV_CODE)
-		replay(c, h->pid);
+		replay(c, h->pid, true);
 	switch (h->kind) {
 	case EV_SAMPLE:
 		return handle_sample(c, data, size);
@@ -960,7 +1037,7 @@ int collector__finish(struct collector *c)
 	struct closing cl = { .c = c };
 	int ret;
 
-	replay(c, 0);
+	collector__flush(c);
 	if (c->o.mode == MODE_CPU || !c->sampler)
 		return 0;
 	cl.sr = malloc(sizeof(*cl.sr));

@@ -69,11 +69,14 @@ int collector__add_target(struct collector *c, pid_t pid);
 /* pid is about to exec path: see registry__expect_exe(). */
 int collector__expect_exe(struct collector *c, const char *path, pid_t pid);
 int collector__start(struct collector *c, char *err, size_t errlen);
-/* The recording ends: close the off-CPU intervals still open, with the
- * stacks of their threads read from user space. */
+/* Read what is left in the ring, and name the samples held for their
+ * code's EV_CODE as well as can be now: before the last profile. */
+void collector__flush(struct collector *c);
+/* The recording ends: flush, and close the off-CPU intervals still open,
+ * with the stacks of their threads read from user space. */
 int collector__finish(struct collector *c);
 
-/* Wait up to max_ms for events and handle them; <0 on error. */
+/* Wait up to max_ms for events and handle them: how many, or <0. */
 int collector__poll(struct collector *c, int max_ms);
 /* One ring-buffer record: a sample or a process event. */
 int collector__handle(struct collector *c, const void *data, size_t size);

@@ -481,22 +481,32 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 	return &e->sym;
 }
 
+const struct pysym *symcache__retry(struct symcache *sc, pid_t pid,
+				    const struct py_proc *proc, uint64_t code,
+				    uint32_t check)
+{
+	uint64_t misses = sc->misses, stale = sc->stale;
+	const struct pysym *sym = symcache__lookup(sc, pid, proc, code, check);
+
+	sc->misses = misses;
+	sc->stale = stale;
+	return sym;
+}
+
 int symcache__add_snapshot(struct symcache *sc, pid_t pid,
 			   const struct py_proc *proc,
 			   const struct code_event *ev)
 {
 	static struct code_event copy;
-	uint64_t misses = sc->misses, stale = sc->stale, one = 1;
 	const struct pysym *sym;
+	uint64_t one = 1;
 
 	/* at its dealloc a code object's refcount is 0: alive, all the
 	 * same, when the copy was made */
 	copy = *ev;
 	memcpy(copy.code_win, &one, sizeof(one));
 	snap = &copy;
-	sym = symcache__lookup(sc, pid, proc, ev->code, ev->check);
+	sym = symcache__retry(sc, pid, proc, ev->code, ev->check);
 	snap = NULL;
-	sc->misses = misses;
-	sc->stale = stale;
 	return sym ? 0 : -EFAULT;
 }

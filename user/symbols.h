@@ -31,6 +31,12 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 				     const struct py_proc *proc, uint64_t code,
 				     uint32_t check);
 
+/* The same, not counted as a miss again: for a sample held for its code,
+ * which asks at each pass over the ring. */
+const struct pysym *symcache__retry(struct symcache *sc, pid_t pid,
+				    const struct py_proc *proc, uint64_t code,
+				    uint32_t check);
+
 /* len bytes of the target's memory at addr (process_vm_readv): 0,
  * -EFAULT for a short or faulting read, -errno. */
 int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
