@@ -320,7 +320,8 @@ static bool keep_waiting(struct collector *c, struct deferred *d,
 
 /*
  * The samples held back, of pid (0: all), in order.  force: now, named or
- * not (the process ended, or so did the recording).  Otherwise, at the
+ * not (the process exited or exec'ed, holds too many, or the recording
+ * ends).  Otherwise, at the
  * end of a pass over the ring, a sample whose code may still come waits
  * on (see struct deferred), and so do its process's later ones.
  */
