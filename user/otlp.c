@@ -20,6 +20,7 @@
 
 #include "otlp.h"
 #include "pysight.h"
+#include "utf8.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 
@@ -139,13 +140,18 @@ static bool room(struct enc *e, void **arr, size_t *cap, size_t n,
 	return true;
 }
 
+/* A copy in the arena, made valid UTF-8: a target's bytes (a comm, a
+ * path, a code name) that are not would make a strict collector refuse
+ * the whole request, every other process's samples with it. */
 static char *dup(struct enc *e, const char *s)
 {
 	size_t len = strlen(s);
 	char *d = alloc(e, len + 1);
 
-	if (d)
+	if (d) {
 		memcpy(d, s, len + 1);
+		utf8__fix(d, false);
+	}
 	return d;
 }
 
@@ -157,6 +163,8 @@ static int32_t str(struct enc *e, const char *s)
 
 	if (!s)
 		s = "";
+	if (!utf8__valid(s) && !(s = dup(e, s)))
+		return 0;
 	len = strlen(s);
 	HASH_FIND(hh, e->strs, s, len, x);
 	if (x)
@@ -465,7 +473,7 @@ static Resource *resource(struct enc *e, const struct group *g)
 		a[n++] = kv(e, "process.executable.name", str_value(e, p->exe_name));
 	if (p->exe_path)
 		a[n++] = kv(e, "process.executable.path", str_value(e, p->exe_path));
-	a[n++] = kv(e, "process.runtime.name", str_value(e, "CPython"));
+	a[n++] = kv(e, "process.runtime.name", str_value(e, "cpython"));
 	if (p->runtime_version)
 		a[n++] = kv(e, "process.runtime.version",
 			    str_value(e, p->runtime_version));
@@ -542,7 +550,7 @@ static Profile *profile_of(struct enc *e, struct group *g)
 		p->attribute_indices = alloc(e, sizeof(int32_t));
 		if (!p->attribute_indices)
 			return NULL;
-		p->attribute_indices[0] = attr(e, "pysight.trigger", o->trigger, 0);
+		p->attribute_indices[0] = attr(e, "trigger", o->trigger, 0);
 		p->n_attribute_indices = 1;
 	}
 	return p->sample_type ? p : NULL;

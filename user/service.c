@@ -9,6 +9,7 @@
 
 #include "fdio.h"
 #include "service.h"
+#include "utf8.h"
 
 #define ENV_MAX		(256u << 10)	/* of an environment we read */
 #define CMDLINE_MAX	4096
@@ -30,15 +31,16 @@ static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
 	return r;
 }
 
-/* A name fit for a label: printable, no spaces, bounded. */
+/* A name as the process gave it, bounded, valid UTF-8, without control
+ * characters: "my service é" stays as it is, a stray byte becomes '?'. */
 static void clean(const char *s, size_t n, char *out, size_t outlen)
 {
-	size_t i, o = 0;
-
-	for (i = 0; i < n && s[i] && o + 1 < outlen; i++)
-		out[o++] = (unsigned char)s[i] > 0x20 &&
-			   (unsigned char)s[i] < 0x7f ? s[i] : '_';
-	out[o] = 0;
+	n = strnlen(s, n);
+	if (n >= outlen)
+		n = outlen - 1;
+	memcpy(out, s, n);
+	out[n] = 0;
+	utf8__fix(out, true);
 }
 
 static const char *base(const char *path)

@@ -32,6 +32,7 @@
 #include "filename.h"
 #include "flatten.h"
 #include "hashfree.h"
+#include "utf8.h"
 #include "writer.h"
 
 #define SVG_WIDTH	1200
@@ -224,41 +225,6 @@ static void tree_match(struct tree *a, unsigned int ai, const struct tree *b,
 	}
 }
 
-/* One code point of s, or -1 for a byte that starts no valid UTF-8
- * (overlong, surrogate, past U+10FFFF, cut short).  *len: bytes used. */
-static int utf8_next(const unsigned char *s, int *len)
-{
-	int n, cp, i;
-
-	if (s[0] < 0x80) {
-		*len = 1;
-		return s[0];
-	}
-	*len = 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return -1;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return -1;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return -1;
-	*len = n;
-	return cp;
-}
-
 /* What neither XML 1.0 nor a reader wants to see: C0 and C1 controls,
  * DEL, and the non-characters U+FFFE and U+FFFF. */
 static bool dropped(int cp)
@@ -274,7 +240,7 @@ static void xml_text(FILE *f, const char *s)
 	int cp, len;
 
 	for (; *c; c += len) {
-		cp = utf8_next(c, &len);
+		cp = utf8__next(c, &len);
 		if (cp < 0 || dropped(cp))
 			continue;
 		switch (cp) {
@@ -304,7 +270,7 @@ static void js_string(FILE *f, const char *s)
 
 	fputc('"', f);
 	for (; *c; c += len) {
-		cp = utf8_next(c, &len);
+		cp = utf8__next(c, &len);
 		if (cp < 0 || dropped(cp))
 			continue;
 		if (cp >= 0x10000) {

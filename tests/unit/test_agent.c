@@ -174,7 +174,7 @@ static void test_otlp(void)
 		CHECK(!strcmp(attr_str(r, (const KeyValue *const *)res->attributes,
 				       res->n_attributes, "deployment.environment"), "prod"), "tag");
 		CHECK(!strcmp(attr_str(r, (const KeyValue *const *)res->attributes,
-				       res->n_attributes, "process.runtime.name"), "CPython"), "runtime");
+				       res->n_attributes, "process.runtime.name"), "cpython"), "runtime");
 		CHECK(pr->time_unix_nano == 1000 && pr->duration_nano == 15000, "time range");
 		CHECK(!strcmp(d->string_table[pr->sample_type->type_strindex], "wall") &&
 		      !strcmp(d->string_table[pr->sample_type->unit_strindex], "nanoseconds"),
@@ -524,7 +524,9 @@ static void test_service_names(void)
 		{ "python3\0-X\0dev\0-W\0ignore\0tool.py", 32, "tool" },
 		{ "python3\0-c\0print(1)", 19, "" },
 		{ "python3", 7, "" },
-		{ "python3\0my app\x01.py", 17, "my_app_" },
+		{ "python3\0my app\x01.py", 17, "my app?" },
+		{ "python3\0na\xc3\xafve.py", 17, "na\xc3\xafve" },
+		{ "python3\0-m\0bad\xff\xc3", 16, "bad??" },
 	};
 	char out[SERVICE_NAME_MAX];
 	size_t i;
