@@ -5,7 +5,7 @@ The agent listens on /run/pysight.sock (root's, mode 0660: run the app in a
 group that may write to it, or point PYSIGHT_SOCKET elsewhere).  A trigger
 costs one connect and one short line; the agent writes the snapshot to its
 --snapshot-dir and, when it exports, sends it to the collector with a
-`pysight.trigger` attribute.  Triggers are rate-limited here so that a bad
+`trigger` attribute.  Triggers are rate-limited here so that a bad
 minute makes one snapshot, not a thousand.
 
 WSGI:    app = SlowRequestTrigger(app, threshold_s=0.5)

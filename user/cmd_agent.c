@@ -132,7 +132,7 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "otlp", OPT_OTLP, "URL", 0, "Export to this OTLP/HTTP endpoint (URL/v1development/profiles)", 0 },
-	{ "otlp-header", OPT_OTLP_HEADER, "K=V", 0, "Send this header with each export (repeatable), e.g. Authorization='Bearer T'", 0 },
+	{ "otlp-header", OPT_OTLP_HEADER, "K=V", 0, "Send this header with each export (repeatable), e.g. Authorization='Bearer T'; also read from OTEL_EXPORTER_OTLP_HEADERS", 0 },
 	{ "otlp-ca", OPT_OTLP_CA, "FILE", 0, "Trust this CA for an https endpoint", 0 },
 	{ "export-interval", OPT_EXPORT_INTERVAL, "SECONDS", 0, "Export this often (default 15)", 0 },
 	{ "spool", OPT_SPOOL, "DIR", 0, "Queue exports here while the endpoint is away (default " DEFAULT_SPOOL ")", 0 },
@@ -284,6 +284,28 @@ static double cpu_s(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/*
+ * As sys.version_info spells it, "3.12.1" or "3.15.0a2", where the
+ * interpreter's Py_Version said (3.11 on); else what its file name says,
+ * "3.9".  A PY_VERSION_HEX read from a binary has a release level; one
+ * made up from a name has none.
+ */
+static void runtime_version(const struct pyproc *pp, char *out, size_t len)
+{
+	static const char *const level[16] = { [0xa] = "a", [0xb] = "b",
+						[0xc] = "rc", [0xf] = "" };
+	__u32 hex = pp->proc.off.version_hex;
+	const char *lv = level[(hex >> 4) & 0xf];
+
+	if (!lv) {
+		snprintf(out, len, "3.%d", pp->minor);
+		return;
+	}
+	snprintf(out, len, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+	if (*lv)
+		snprintf(out + strlen(out), len - strlen(out), "%s%u", lv, hex & 0xf);
+}
+
 /* The resource of a thread's process, from what /proc says of it now,
  * kept while the same process (by start time) has samples. */
 static int describe_process(void *ctx, const struct pthread *t,
@@ -317,7 +339,7 @@ static int describe_process(void *ctx, const struct pthread *t,
 		}
 		pp = collector__process(a->s.col, t->pid);
 		if (pp)
-			snprintf(k->version, sizeof(k->version), "3.%d", pp->minor);
+			runtime_version(pp, k->version, sizeof(k->version));
 		HASH_ADD_INT(a->known, pid, k);
 	}
 	k->seen = a->exports;
@@ -557,7 +579,9 @@ static struct profile *window_now(struct agent *a,
 	uint64_t now = clock__wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
 
 	cut(a, now);
-	*since = now > span ? now - span : 0;
+	/* no further back than the agent's start: a window it never saw is
+	 * not in the profile's time range */
+	*since = now > span && now - span > a->start_ns ? now - span : a->start_ns;
 	*until = now;
 	return window_profile(a, *since, now, f);
 }
@@ -648,7 +672,13 @@ static void serve_control(struct agent *a)
 					.container = r.container[0] ? r.container : NULL },
 			       &since, &until);
 		ret = q ? profile_bytes(w, q, &buf, &len) : -ENOMEM;
-		if (ret)
+		if (!ret && !profile__nentries(q))
+			ret = -ENODATA;	/* not an empty file the user must open */
+		if (ret == -ENODATA)
+			control__reply(fd, NULL, 0, r.pid || r.cgroup[0] || r.container[0] ?
+				       "the window holds no samples of what was asked for" :
+				       "the window holds no samples yet");
+		else if (ret)
 			control__reply(fd, NULL, 0, strerror(-ret));
 		else
 			control__reply(fd, buf, len, NULL);
@@ -693,7 +723,7 @@ static void health(struct agent *a, bool say)
 			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
 			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
 			a->rebases);
-	if (say)
+	if (say && a->s.o.verbose > 1)
 		session__print_held(&st);
 	if (!a->m)
 		return;
@@ -833,12 +863,13 @@ static void loop(struct agent *a)
 			if (a->m)
 				health(a, false);	/* the metrics, fresh each second */
 		}
-		if (export_due) {
+		if (export_due)
 			export_interval(a, now);
-			health(a, a->s.o.verbose);
-		}
 		if (rotate_due)
 			rotate(a, now);
+		/* one line an interval, whether it went out or to a file */
+		if (export_due || rotate_due)
+			health(a, a->s.o.verbose);
 		if (usr1) {
 			usr1 = 0;
 			snapshot_to_disk(a, 0, "signal", path, sizeof(path));
@@ -891,6 +922,7 @@ int cmd_agent(int argc, char **argv)
 	const struct argp argp = { options, parse_opt, "[-- COMMAND...]", doc,
 				   children, NULL, NULL };
 	struct agent a = { 0 };
+	char why[256];
 	double span;
 	int err, i;
 
@@ -908,6 +940,10 @@ int cmd_agent(int argc, char **argv)
 		a.s.o.rate = a.o.window_rate;
 	a.thin_seed = clock__wall_ns() ^ (uint64_t)getpid() << 32;
 	a.o.ex.verbose = a.s.o.verbose;
+	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
+		fprintf(stderr, "pysight: %s\n", why);
+		return 2;
+	}
 	gethostname(a.host, sizeof(a.host) - 1);
 	span = a.o.window_s > a.o.export_s ? a.o.window_s : a.o.export_s;
 	if (a.o.output_dir && a.o.rotate_s > span)

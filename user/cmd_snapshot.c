@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "commands.h"
 #include "control.h"
 #include "usage.h"
@@ -30,7 +31,7 @@ enum { OPT_SOCKET = 1000, OPT_CGROUP, OPT_CONTAINER };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Only this process", 0 },
-	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only this cgroup (a path under the v2 mount)", 0 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only this cgroup and those under it (its path, whole or under the v2 mount)", 0 },
 	{ "container", OPT_CONTAINER, "ID", 0, "Only this container (an id or its first characters)", 0 },
 	{ "output", 'o', "FILE", 0, "Write FILE (default pysight-snapshot-DATE.pb.gz)", 0 },
 	{ "format", 'f', "FORMAT", 0, "folded, speedscope, pprof or svg (default: from -o's extension)", 0 },
@@ -73,6 +74,29 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* --cgroup as the agent keeps cgroups: relative to the v2 mount, from
+ * "/", whether given whole (/sys/fs/cgroup/a/b) or not (a/b, /a/b); a
+ * cgroup gone since is still named by its path.  Exits on one too long
+ * for a request. */
+static void cgroup_rel(const char *arg, char *out, size_t len)
+{
+	struct cgroup_ref cg;
+	char mnt[PATH_MAX], err[PATH_MAX + 100];
+	size_t n;
+	int r;
+
+	if (!cgroup__resolve(arg, &cg, err, sizeof(err))) {
+		r = snprintf(out, len, "%s", cg.path);
+	} else {
+		if (!cgroup__v2_mount(mnt, sizeof(mnt)) && (n = strlen(mnt)) &&
+		    !strncmp(arg, mnt, n) && (arg[n] == '/' || !arg[n]))
+			arg += n;
+		r = snprintf(out, len, "%s%s", arg[0] == '/' ? "" : "/", arg);
+	}
+	if (r < 0 || (size_t)r >= len)
+		bad_value("--cgroup", arg, "a path too long for the agent");
+}
+
 static int write_bytes(void *ctx, FILE *f)
 {
 	const struct { const void *data; size_t len; } *b = ctx;
@@ -89,6 +113,7 @@ int cmd_snapshot(int argc, char **argv)
 	struct snapshot_opts o = { .socket_path = CONTROL_DEFAULT_PATH };
 	struct { const void *data; size_t len; } b;
 	char line[CONTROL_LINE_MAX], err[512];
+	char cg[sizeof(((struct control_request *)0)->cgroup)];
 	const struct writer *w;
 	time_t t = time(NULL);
 	void *data = NULL;
@@ -107,8 +132,10 @@ int cmd_snapshot(int argc, char **argv)
 	snprintf(line, sizeof(line), "snapshot format=%s", w->name);
 	if (o.pid)
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), " pid=%ld", o.pid);
-	if (o.cgroup)
-		snprintf(line + strlen(line), sizeof(line) - strlen(line), " cgroup=%s", o.cgroup);
+	if (o.cgroup) {
+		cgroup_rel(o.cgroup, cg, sizeof(cg));
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " cgroup=%s", cg);
+	}
 	if (o.container)
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), " container=%s", o.container);
 	strncat(line, "\n", sizeof(line) - strlen(line) - 1);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "clock.h"
@@ -38,6 +39,7 @@ struct exporter {
 	double backoff;			/* the next wait after a failure */
 	bool said_refused;		/* a permanent error is logged once */
 	bool said_partial;		/* and so is a partial success */
+	bool failing;			/* an outage is on, and was logged */
 	struct exporter_stats st;
 };
 
@@ -167,12 +169,24 @@ static void partial_success(struct exporter *e, const struct body *b,
 
 enum outcome { SENT, RETRY, REFUSED };
 
+/* An export that will be retried: the first of an outage is said even
+ * without -v, for a collector that is down or a certificate that is
+ * wrong would otherwise fill the spool in silence; the rest at -v. */
+static void outage(struct exporter *e, const char *why)
+{
+	if (!e->failing || e->o.verbose)
+		fprintf(stderr, "pysight: export to %s failed, will retry: %s%s\n",
+			e->o.url, why, e->failing || e->o.verbose ? "" :
+			" (exports wait in the spool; further failures are not logged)");
+	e->failing = true;
+}
+
 /* One POST of one export. */
 static enum outcome post(struct exporter *e, const void *data, size_t len,
 			 double *retry_after)
 {
 	struct body b = { .len = 0 };
-	char msg[512], *ctype = NULL;
+	char msg[512], what[600], *ctype = NULL;
 	curl_off_t ra = -1;
 	long status = 0;
 	CURLcode rc;
@@ -188,9 +202,7 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 		e->st.connected = false;
 		e->st.last_status = 0;
 		pthread_mutex_unlock(&e->lock);
-		if (e->o.verbose)
-			fprintf(stderr, "pysight: export to %s failed: %s\n",
-				e->o.url, e->errbuf[0] ? e->errbuf : curl_easy_strerror(rc));
+		outage(e, e->errbuf[0] ? e->errbuf : curl_easy_strerror(rc));
 		return RETRY;
 	}
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -201,6 +213,9 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 	e->st.last_status = (int)status;
 	pthread_mutex_unlock(&e->lock);
 	if (status >= 200 && status < 300) {
+		if (e->failing)
+			fprintf(stderr, "pysight: export to %s works again\n", e->o.url);
+		e->failing = false;
 		partial_success(e, &b, ctype);
 		return SENT;
 	}
@@ -213,9 +228,8 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 	 */
 	if (status == 429 || (status >= 502 && status <= 504)) {
 		*retry_after = ra > 0 ? (double)ra : 0;
-		if (e->o.verbose)
-			fprintf(stderr, "pysight: export to %s: HTTP %ld, will retry: %s\n",
-				e->o.url, status, msg);
+		snprintf(what, sizeof(what), "HTTP %ld: %s", status, msg);
+		outage(e, what);
 		return RETRY;
 	}
 	if (!e->said_refused || e->o.verbose)
@@ -224,6 +238,72 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 			e->said_refused ? "" : " (further refusals are counted, not logged)");
 	e->said_refused = true;
 	return REFUSED;
+}
+
+static bool has_header(const struct exporter_opts *o, const char *name,
+		       size_t len)
+{
+	int i;
+
+	for (i = 0; i < o->nheaders; i++)
+		if (!strncasecmp(o->headers[i], name, len) &&
+		    o->headers[i][len] == ':')
+			return true;
+	return false;
+}
+
+static char *trim(char *s)
+{
+	char *end = s + strlen(s);
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = 0;
+	return s;
+}
+
+int exporter__env_headers(struct exporter_opts *o, char *err, size_t errlen)
+{
+	const char *var = "OTEL_EXPORTER_OTLP_PROFILES_HEADERS", *env = getenv(var);
+	char *copy, *item, *save = NULL, *eq, *name, *value, *h;
+	int n = 0, ret = 0, len;
+
+	if (!env) {
+		var = "OTEL_EXPORTER_OTLP_HEADERS";
+		env = getenv(var);
+	}
+	if (!env || !(copy = strdup(env)))
+		return 0;
+	for (item = strtok_r(copy, ",", &save); item && !ret;
+	     item = strtok_r(NULL, ",", &save)) {
+		n++;
+		eq = strchr(item, '=');
+		if (eq)
+			*eq = 0;
+		name = trim(item);
+		value = eq ? curl_easy_unescape(NULL, trim(eq + 1), 0, &len) : NULL;
+		if (!eq || !*name || strpbrk(name, ":\r\n") || !value ||
+		    (size_t)len != strlen(value) || strpbrk(value, "\r\n")) {
+			snprintf(err, errlen, "%s: its header %d is not name=value "
+				 "(a percent-encoded value without line breaks)", var, n);
+			ret = -EINVAL;
+		} else if (!has_header(o, name, strlen(name))) {
+			if (o->nheaders == EXPORTER_MAX_HEADERS) {
+				snprintf(err, errlen, "%s: more than %d headers in all",
+					 var, EXPORTER_MAX_HEADERS);
+				ret = -EINVAL;
+			} else if (asprintf(&h, "%s: %s", name, value) < 0) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "%s: %s", var, strerror(ENOMEM));
+			} else {
+				o->headers[o->nheaders++] = h;
+			}
+		}
+		curl_free(value);
+	}
+	free(copy);
+	return ret;
 }
 
 /* Wait until (monotonic seconds), or a kick when kickable; when

@@ -48,6 +48,13 @@ int exporter__check_url(const char *url, char *err, size_t errlen);
  * query kept where it was: 0, or -EINVAL / -ENAMETOOLONG. */
 int exporter__url_with_path(const char *url, const char *path, char *out,
 			    size_t outlen);
+/* The headers OpenTelemetry's SDKs take from the environment,
+ * OTEL_EXPORTER_OTLP_PROFILES_HEADERS or else OTEL_EXPORTER_OTLP_HEADERS
+ * ("k1=v1,k2=v2", values percent-encoded), added to o's (malloc'd, as
+ * the caller's own are) unless o names one already: a token need not be
+ * on a command line that every user can read.  0, or -EINVAL with why
+ * in err (never a value: it may be a secret). */
+int exporter__env_headers(struct exporter_opts *o, char *err, size_t errlen);
 /* Start the thread sending what s holds; -errno with why in err. */
 int exporter__start(const struct exporter_opts *o, struct spool *s,
 		    struct exporter **out, char *err, size_t errlen);

@@ -144,13 +144,24 @@ static bool prefix(const char *want, const char *have)
 	return have && !strncmp(have, want, strlen(want));
 }
 
+/* have is the cgroup want, or under it: "/a" holds "/a/b", not "/ab". */
+static bool under(const char *want, const char *have)
+{
+	size_t n = strlen(want);
+
+	while (n > 1 && want[n - 1] == '/')
+		n--;
+	return have && !strncmp(have, want, n) &&
+	       (have[n] == '/' || !have[n] || (n == 1 && want[0] == '/'));
+}
+
 static bool wanted(const struct history_filter *f, const struct pentry *e)
 {
 	if (!f)
 		return true;
 	if (f->pid && (!e->thread || e->thread->pid != f->pid))
 		return false;
-	if (f->cgroup && (!e->cgroup || !prefix(f->cgroup, e->cgroup->path)))
+	if (f->cgroup && (!e->cgroup || !under(f->cgroup, e->cgroup->path)))
 		return false;
 	if (f->container &&
 	    (!e->cgroup || !prefix(f->container, e->cgroup->container)))

@@ -106,7 +106,7 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 		o->kernel_stacks = true;
 		break;
 	case 'v':
-		o->verbose = true;
+		o->verbose++;
 		break;
 	case ARGP_KEY_ARG:	/* after the command's own parser passed it on */
 		usage_error("unexpected argument '%s' (a command goes after --)",

@@ -34,7 +34,7 @@ struct session_opts {
 	int ncgroups;
 	bool gil_only;
 	bool kernel_stacks;
-	bool verbose;
+	int verbose;		/* -v given this many times */
 };
 
 struct session {

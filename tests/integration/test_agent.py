@@ -51,6 +51,16 @@ def py():
     return i
 
 
+def runtime_version(interp):
+    """process.runtime.version as the agent states it: in full, as
+    platform.python_version() says, where the binary's Py_Version tells
+    (3.11 on); before that only the minor its file name gives."""
+    if interp.minor_tuple < (3, 11):
+        return interp.minor
+    return subprocess.run(interp.argv("-c", "import platform; print(platform.python_version())"),
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 # --------------------------------------------------------------------------
 # The agent and the workloads
 
@@ -324,8 +334,8 @@ def test_export_matches_ground_truth(naming, py, procs, staging, workdir, otel_c
     want = {"service.name": "checkout-api" if env else "agent_burn",
             "host.name": socket.gethostname(),
             "process.pid": burn.pid,
-            "process.runtime.name": "CPython",
-            "process.runtime.version": py.minor,
+            "process.runtime.name": "cpython",
+            "process.runtime.version": runtime_version(py),
             "deployment.environment": "test", "team": "perf"}
     for res, p in got:
         attrs = dict(res.attributes)
@@ -483,7 +493,7 @@ def test_window_rate_is_thinned_in_exports(py, procs, staging, workdir, otel_col
     assert {p.period for p in profiles} == {1_000_000_000 // 49}, {p.period for p in profiles}
     # the snapshot's own export is the window, at its rate
     snaps = [p for _, p in ours(col, burn.pid) if p.attributes]
-    assert [(p.attributes.get("pysight.trigger"), p.period) for p in snaps] == [
+    assert [(p.attributes.get("trigger"), p.period) for p in snaps] == [
         ("snapshot", 1_000_000_000 // 499)], [(p.attributes, p.period) for p in snaps]
     exported = sum(total(p, lambda s: s.attributes.get("thread.id") == burn.tid)
                    for p in profiles)
@@ -599,7 +609,7 @@ def test_interning_stays_flat_under_thread_churn(py, procs, staging, workdir,
 
 
 def test_collector_outage_loses_nothing(py, procs, staging, workdir, otel_collector):
-    """The collector away for 28 s of a run exporting every 2 s: once it is
+    """The collector away for 30 s of a run exporting every 2 s: once it is
     back, every interval of the outage arrives, in order, once, back to
     back; the metrics show the queue grow and drain."""
     port = free_port()
@@ -613,14 +623,14 @@ def test_collector_outage_loses_nothing(py, procs, staging, workdir, otel_collec
     col.wait_requests(2, timeout=15)
     stopped = time.time_ns()
     assert col.stop() == 0
-    time.sleep(27)
+    time.sleep(30)
     during = metrics(mport)
-    assert during["pysight_queue_depth"] >= 11, during
+    assert during["pysight_queue_depth"] >= 13, during
     assert during["pysight_export_retries_total"] >= 4, during
     assert during["pysight_queue_dropped_total"] == 0, during
     col.start(port)
     restarted = time.time_ns()
-    # the exporter backs off up to 30 s, so the first retry may take that
+    # the exporter backs off up to 10 s, so the first retry may take that
     wait_for(lambda: ours(col, burn.pid) and
              ours(col, burn.pid)[-1][1].end_unix_nano >= restarted, 45,
              "the outage's intervals to arrive")
@@ -635,7 +645,7 @@ def test_collector_outage_loses_nothing(py, procs, staging, workdir, otel_collec
     outage = [p for p in got if stopped <= p.time_unix_nano and p.end_unix_nano <= restarted]
     print("%d profiles, %d of the outage %.3f to %.3f" % (
         len(got), len(outage), stopped / NS % 1000, restarted / NS % 1000))
-    assert len(outage) >= 12, "only %d intervals of the %.0f s outage arrived:\n  %s" % (
+    assert len(outage) >= 14, "only %d intervals of the %.0f s outage arrived:\n  %s" % (
         len(outage), (restarted - stopped) / NS, "\n  ".join(map(span, got)))
     assert got[0].time_unix_nano <= truth["timeline"][0][0] <= got[0].end_unix_nano
     assert got[-1].end_unix_nano >= truth["timeline"][-1][0]
@@ -883,6 +893,52 @@ def test_refusal_is_logged_once(status, code, py, procs, staging, workdir, fake_
     assert spooled(agent) == []
 
 
+def test_headers_from_the_environment(py, procs, staging, workdir, fake_endpoint):
+    """OTEL_EXPORTER_OTLP_HEADERS, as OpenTelemetry's SDKs read it, so a
+    token need not be on the command line: percent-encoded values
+    decoded, spaces around names and values trimmed, and --otlp-header
+    winning over the same name; the signal's own variable wins over it."""
+    server = fake_endpoint(lambda n: OK)
+    burn = Burn(procs, staging, py, duty=0.3)
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20s3cr%2Ct, X-Team = env ,"
+                                         "X-Scope-OrgID=t1"}
+    agent = Agent(procs, workdir, ["--otlp", server.endpoint, "--export-interval", 1, "-r", 97,
+                                   "-p", burn.pid, "--otlp-header", "X-Team=cli"],
+                  env=env).wait_sampling()
+    burn.go()
+    wait_for(lambda: len(server.posts) >= 2, 15, "two exports")
+    burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    for _, _, headers, _ in server.posts:
+        assert (headers.get("Authorization"), headers.get("X-Team"),
+                headers.get("X-Scope-OrgID")) == ("Bearer s3cr,t", "cli", "t1"), headers
+    # the profiles' own variable instead of the general one
+    env["OTEL_EXPORTER_OTLP_PROFILES_HEADERS"] = "X-Scope-OrgID=t2"
+    before = len(server.posts)
+    burn = Burn(procs, staging, py, duty=0.3)
+    agent = Agent(procs, workdir, ["--otlp", server.endpoint, "--export-interval", 1, "-r", 97,
+                                   "-p", burn.pid], name="agent2", env=env).wait_sampling()
+    burn.go()
+    wait_for(lambda: len(server.posts) >= before + 2, 15, "two more exports")
+    burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    headers = server.posts[-1][2]
+    assert headers.get("X-Scope-OrgID") == "t2" and "Authorization" not in headers, headers
+
+
+@pytest.mark.parametrize("value", ["Authorization", "=v", "A:b=c", "A=bad%0Aline"])
+def test_bad_headers_from_the_environment(value, workdir):
+    """A malformed OTEL_EXPORTER_OTLP_HEADERS: one line, exit 2, before any
+    BPF, and the value (it may be a secret) not printed."""
+    r = subprocess.run([PYSIGHT, "agent", "--otlp", "http://127.0.0.1:9", "--spool",
+                        os.path.join(workdir, "spool"), "--socket", os.path.join(workdir, "s")],
+                       env=dict(os.environ, OTEL_EXPORTER_OTLP_HEADERS="Ok=1," + value),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert r.stderr == ("pysight: OTEL_EXPORTER_OTLP_HEADERS: its header 2 is not name=value "
+                        "(a percent-encoded value without line breaks)\n"), r.stderr
+
+
 def test_partial_success_is_counted_and_logged_once(py, procs, staging, workdir,
                                                     fake_endpoint):
     """A 200 whose ExportProfilesServiceResponse says a profile was
@@ -937,7 +993,7 @@ def test_retry_after_is_honoured(py, procs, staging, workdir, fake_endpoint):
     assert 2.9 <= t[1] - t[0] <= 4.0 and 11.9 <= t[2] - t[1] <= 13.0, \
         "retries after %.2f s and %.2f s, not Retry-After's 3 s and 12 s" % \
         (t[1] - t[0], t[2] - t[1])
-    assert agent.stderr.count("HTTP 503, will retry: overloaded, come back later") == 2, \
+    assert agent.stderr.count("will retry: HTTP 503: overloaded, come back later") == 2, \
         agent.stderr
     accepted = [p[3] for p in posts[2:]]
     assert len(set(accepted)) == len(accepted), "an accepted export was sent again"
@@ -945,6 +1001,25 @@ def test_retry_after_is_honoured(py, procs, staging, workdir, fake_endpoint):
     check_contiguous([_P(p) for p in profiles], "after Retry-After")
     assert spooled(agent) == []
     assert agent.health()[-1]["refused"] == 0
+
+
+def test_outage_is_said_once_without_v(py, procs, staging, workdir, fake_endpoint):
+    """Without -v, a collector that fails is still said, once an outage:
+    its first failure with the server's words, then that it works again;
+    not one line per retry."""
+    server = fake_endpoint(lambda n: (503, PB, rpc_status(14, "draining for an upgrade"))
+                           if n < 3 else OK)
+    burn = Burn(procs, staging, py, duty=0.3)
+    agent = Agent(procs, workdir, ["--otlp", server.endpoint, "--export-interval", 1,
+                                   "-r", 97, "-p", burn.pid]).wait_sampling()
+    burn.go()
+    wait_for(lambda: len(server.posts) >= 5, 30, "five posts")
+    burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    lines = [ln for ln in agent.stderr.splitlines() if "export to" in ln]
+    assert len(lines) == 2, agent.stderr
+    assert "failed, will retry: HTTP 503: draining for an upgrade" in lines[0], lines
+    assert lines[1].endswith("works again"), lines
 
 
 def test_overload_exports_state_the_rate_sampled(py, procs, staging, workdir, fake_endpoint):
@@ -1211,7 +1286,7 @@ def py_names(prof):
 def test_snapshots(py, procs, staging, workdir, otel_collector):
     """The last --window on demand: pysight snapshot (all, or -p), SIGUSR1,
     and an application's trigger, which is exported too, marked
-    pysight.trigger.  Each holds the window's samples of the processes
+    trigger.  Each holds the window's samples of the processes
     asked for."""
     col = otel_collector.start(free_port())
     alpha = start_named_burn(procs, staging, py, "snapalpha")
@@ -1275,11 +1350,11 @@ def test_snapshots(py, procs, staging, workdir, otel_collector):
     # "signal" and "snapshot", and may land after `before`
     triggered = wait_for(lambda: [(r, p) for req in col.requests()[before:] for r in req
                                   for p in r.profiles
-                                  if p.attributes.get("pysight.trigger") == "slow_checkout"],
+                                  if p.attributes.get("trigger") == "slow_checkout"],
                          10, "the trigger's export")
     (res, p), = triggered
-    assert p.attributes == {"pysight.trigger": "slow_checkout"}
-    marks = {p.attributes.get("pysight.trigger") for _, p in col.profiles()}
+    assert p.attributes == {"trigger": "slow_checkout"}
+    marks = {p.attributes.get("trigger") for _, p in col.profiles()}
     assert {"signal", "snapshot"} <= marks, marks
     assert res.attributes["process.pid"] == beta.pid
     assert res.attributes["service.name"] == "named_burn"
