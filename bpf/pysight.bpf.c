@@ -599,7 +599,7 @@ static long walk_frame(__u32 i, void *data)
 	if (c->instr_kind == PY_INSTR_POINTER)
 		lasti = (__s32)(instr - code - c->c_adaptive);
 	else if (c->instr_kind == PY_INSTR_LASTI_UNITS)
-		lasti = (__s32)instr * 2;
+		lasti = (__s32)((__u32)instr * 2);
 	else
 		lasti = (__s32)instr;
 

@@ -90,8 +90,10 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
 {
 	if (off->instr_kind == PY_INSTR_POINTER)
 		return (__s32)(instr - code - off->code_code_adaptive);
+	/* a target's f_lasti may be any int: doubled unsigned, it wraps as
+	 * BPF's 32-bit multiply does, and overflows nothing */
 	if (off->instr_kind == PY_INSTR_LASTI_UNITS)
-		return (__s32)instr * 2;
+		return (__s32)((__u32)instr * 2);
 	return (__s32)instr;
 }
 
