@@ -78,7 +78,8 @@ static bool int_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 	} else {
 		size = (int64_t)word;
 		neg = size < 0;
-		n = (int)(neg ? -size : size);
+		/* INT64_MIN, which a target may write, has no negation */
+		n = size < -3 || size > 3 ? -1 : (int)(neg ? -size : size);
 	}
 	if (n < 0 || n > 3 ||
 	    (n && symbols__read_mem(pid, obj + LONG_DIGITS, digits, n * 4)))

@@ -4,6 +4,7 @@
  * with process_vm_readv: a 3.10 thread's frames (stackread) and a frame's
  * locals (pylocals), with the values a hostile target may write.
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "check.h"
 #include "offsets.h"
+#include "pylocals.h"
 #include "stackread.h"
 
 #define ADDR(p) ((uint64_t)(uintptr_t)(p))
@@ -57,8 +59,39 @@ static void test_lasti_max(void)
 	free(out);
 }
 
+/*
+ * An int's ob_size is its signed digit count to 3.11: INT64_MIN could not
+ * be negated.  Such an int is no int we can print: it is shown by type.
+ */
+static void test_int_min(void)
+{
+	static uint64_t code[WORDS], names[WORDS], frame[WORDS];
+	static uint64_t value[WORDS], int_type[WORDS];
+	static char int_name[64] = "int";
+	struct py_proc proc = {};
+	struct pylocal loc[2];
+	char want[64];
+	int n;
+
+	CHECK(!offsets__from_table(3, 10, &proc.off), "3.10 offsets");
+	put64(code, proc.off.code_varnames, ADDR(names));
+	put64(code, proc.off.code_nlocals, 1);
+	put64(names, 16, 1);				/* ob_size */
+	put64(frame, proc.off.frame_localsplus, ADDR(value));
+	put64(value, 0, 1);
+	put64(value, 8, ADDR(int_type));
+	put64(value, 16, (uint64_t)INT64_MIN);
+	put64(int_type, 24, ADDR(int_name));
+
+	n = pylocals__read(getpid(), &proc, ADDR(frame), ADDR(code), loc, 2);
+	snprintf(want, sizeof(want), "<int at 0x%" PRIx64 ">", ADDR(value));
+	CHECK(n == 1 && !strcmp(loc[0].value, want), "%d locals, %s", n,
+	      n > 0 ? loc[0].value : "");
+}
+
 int main(void)
 {
 	test_lasti_max();
+	test_int_min();
 	return check_summary();
 }
