@@ -292,7 +292,7 @@ PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/flatten.c user/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
-	   $(OUTPUT)/fuzz_code_event
+	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump
 # what inspecting an interpreter file takes
 ELF_SRCS := user/elffile.c user/process.c user/offsets.c user/offsets_table.c
 
@@ -327,11 +327,20 @@ $(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/line
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< \
 		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
 
+# dump: a thread's frames, their names and locals, from a fake address
+# space of segments copied out of a real interpreter
+DUMP_SRCS := user/stackread.c user/pylocals.c user/symbols.c user/linetable.c \
+	     user/offsets.c user/offsets_table.c
+$(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) tests/fuzz/layout.h \
+		$(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@
+
 # Every harness starts from real inputs: interpreter binaries, their
 # _PyRuntime sections, and profiles of each format (tools/fuzz-seeds).
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
-	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event; do \
+	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			corpus/$$h > fuzz_$$h.log 2>&1; \

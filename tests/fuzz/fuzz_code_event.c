@@ -69,16 +69,6 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 	return -1;
 }
 
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -98,9 +88,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&proc, 0, sizeof(proc));
 	if (fuzz_layout(minor, &proc.off))
 		return 0;
-	proc.code_type_addr = get_le64(data + 2);
-	proc.unicode_type_addr = get_le64(data + 10);
-	proc.bytes_type_addr = get_le64(data + 18);
+	proc.code_type_addr = fuzz_le64(data + 2);
+	proc.unicode_type_addr = fuzz_le64(data + 10);
+	proc.bytes_type_addr = fuzz_le64(data + 18);
 
 	ev = calloc(1, sizeof(*ev));
 	alive = malloc(sizeof(*alive));

@@ -60,12 +60,6 @@ ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 	return (ssize_t)len;
 }
 
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -95,16 +89,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data + HDR_LEN, mem_len);
 	mem = copy;
 
-	s = symbols__read_str(1, &proc, MEM_BASE + get_le32(data + 5));
+	s = symbols__read_str(1, &proc, MEM_BASE + fuzz_le32(data + 5));
 	free(s);
-	if (!symbols__read_bytes(1, &proc, MEM_BASE + get_le32(data + 9), &bytes, &blen))
+	if (!symbols__read_bytes(1, &proc, MEM_BASE + fuzz_le32(data + 9), &bytes, &blen))
 		free(bytes);
 	sc = symcache__new();
-	if (sc && !symbols__code_check(1, &proc, MEM_BASE + get_le32(data + 1), &check)) {
-		sym = symcache__lookup(sc, 1, &proc, MEM_BASE + get_le32(data + 1), check);
+	if (sc && !symbols__code_check(1, &proc, MEM_BASE + fuzz_le32(data + 1), &check)) {
+		sym = symcache__lookup(sc, 1, &proc, MEM_BASE + fuzz_le32(data + 1), check);
 		if (sym)
 			(void)linetable__line(minor, sym->linetable, sym->linetable_len,
-					      sym->firstlineno, (int)get_le32(data + 13));
+					      sym->firstlineno, (int)fuzz_le32(data + 13));
 	}
 	symcache__free(sc);
 	free(copy);
