@@ -156,11 +156,36 @@ static enum format sniff(FILE *f)
 	return c == '{' ? FMT_SPEEDSCOPE : FMT_FOLDED;
 }
 
+int reader__read(FILE *f, size_t max, struct profile **out,
+		 const char **format, char *err, size_t errlen)
+{
+	enum format fmt = sniff(f);
+	int ret;
+
+	*format = format_names[fmt];
+	switch (fmt) {
+	case FMT_PPROF:
+		ret = read_pprof(f, max, out, err, errlen);
+		break;
+	case FMT_SPEEDSCOPE:
+		ret = read_speedscope(f, max, out, err, errlen);
+		break;
+	default:
+		ret = read_folded(f, out, err, errlen);
+		break;
+	}
+	if (ret)
+		return ret;
+	profile__meta(*out)->format = *format;
+	infer_mode(*out);
+	return 0;
+}
+
 int reader__load(const char *path, struct profile **out, char *err,
 		 size_t errlen)
 {
 	char why[256] = "";
-	enum format fmt;
+	const char *name;
 	struct stat st;
 	FILE *f;
 	int ret;
@@ -187,25 +212,12 @@ int reader__load(const char *path, struct profile **out, char *err,
 		snprintf(err, errlen, "%s: empty file", path);
 		return -EINVAL;
 	}
-	fmt = sniff(f);
-	switch (fmt) {
-	case FMT_PPROF:
-		ret = read_pprof(f, MAX_FILE, out, why, sizeof(why));
-		break;
-	case FMT_SPEEDSCOPE:
-		ret = read_speedscope(f, MAX_FILE, out, why, sizeof(why));
-		break;
-	default:
-		ret = read_folded(f, out, why, sizeof(why));
-		break;
-	}
+	ret = reader__read(f, MAX_FILE, out, &name, why, sizeof(why));
 	fclose(f);
 	if (ret) {
-		snprintf(err, errlen, "%s is not a %s profile: %s", path,
-			 format_names[fmt], why[0] ? why : strerror(-ret));
+		snprintf(err, errlen, "%s is not a %s profile: %s", path, name,
+			 why[0] ? why : strerror(-ret));
 		return ret;
 	}
-	profile__meta(*out)->format = format_names[fmt];
-	infer_mode(*out);
 	return 0;
 }

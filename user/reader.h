@@ -15,6 +15,10 @@
  */
 int reader__load(const char *path, struct profile **out, char *err,
 		 size_t errlen);
+/* The same from f, at most max bytes: the format it found in *format
+ * (named in errors), and the reader's reason alone in err. */
+int reader__read(FILE *f, size_t max, struct profile **out,
+		 const char **format, char *err, size_t errlen);
 
 /* Folded stacks from f, into a new profile.  The unit is time (the file
  * holds microseconds) when the stacks name off-CPU causes, else samples.
