@@ -292,7 +292,7 @@ PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/flatten.c user/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
-	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump
+	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs
 # what inspecting an interpreter file takes
 ELF_SRCS := user/elffile.c user/process.c user/offsets.c user/offsets_table.c
 
@@ -336,11 +336,21 @@ $(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) tests/fuzz/layout.h \
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@
 
+# what processes, containers and the network write: /proc files, cgroup
+# paths, control socket lines, OTLP servers' answers
+INPUT_SRCS := $(ELF_SRCS) user/cgroup.c user/container.c user/service.c \
+	      user/fdio.c user/control.c user/otlp.c user/profile.c user/arena.c \
+	      user/htab.c user/labels.c $(OTLP_GEN)
+$(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(INPUT_SRCS) -lelf -lz -lprotobuf-c -o $@
+
 # Every harness starts from real inputs: interpreter binaries, their
 # _PyRuntime sections, and profiles of each format (tools/fuzz-seeds).
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
-	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump; do \
+	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump \
+			inputs; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			corpus/$$h > fuzz_$$h.log 2>&1; \

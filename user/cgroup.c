@@ -109,23 +109,31 @@ int cgroup__resolve(const char *arg, struct cgroup_ref *out, char *err,
 	return ret;
 }
 
+int cgroup__path_in(FILE *f, char *path, size_t len)
+{
+	char line[PATH_MAX];
+
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(path, len, "%s", line + 3);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int cgroup__path_of_pid(pid_t pid, char *path, size_t len)
 {
-	char p[64], line[PATH_MAX];
-	int ret = -ENOENT;
+	char p[64];
 	FILE *f;
+	int ret;
 
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
 	f = fopen(p, "re");
 	if (!f)
 		return -errno;
-	while (ret && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3))
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		snprintf(path, len, "%s", line + 3);
-		ret = 0;
-	}
+	ret = cgroup__path_in(f, path, len);
 	fclose(f);
 	return ret;
 }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct cgroup_ref {
@@ -25,6 +26,8 @@ int cgroup__resolve(const char *arg, struct cgroup_ref *out, char *err,
 
 /* The v2 cgroup of pid, relative to the mount (its "0::" line). */
 int cgroup__path_of_pid(pid_t pid, char *path, size_t len);
+/* The same from a /proc/PID/cgroup open at f: 0, or -ENOENT. */
+int cgroup__path_in(FILE *f, char *path, size_t len);
 /* The same, only when that cgroup's id is id (pid may have moved
  * since): 0, or -errno. */
 int cgroup__of_pid(pid_t pid, uint64_t id, char *path, size_t len);

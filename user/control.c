@@ -181,12 +181,35 @@ static ssize_t read_some(int fd, char *buf, size_t len)
 	return r;
 }
 
+int control__parse_reply(char *head, size_t got, size_t *want, size_t *body,
+			 char *err, size_t errlen)
+{
+	char *nl = memchr(head, '\n', got), *end = NULL;
+
+	if (!nl) {
+		snprintf(err, errlen, "the agent did not answer");
+		return -EPROTO;
+	}
+	*nl = 0;
+	if (!strncmp(head, "error ", 6)) {
+		snprintf(err, errlen, "%s", head + 6);
+		return -EINVAL;
+	}
+	*want = strncmp(head, "ok ", 3) ? 0 : strtoull(head + 3, &end, 10);
+	*body = (size_t)(nl + 1 - head);
+	if (!end || *end || *want > CONTROL_REPLY_MAX || got - *body > *want) {
+		snprintf(err, errlen, "the agent's answer makes no sense");
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int control__ask(const char *path, const char *line, void **data,
 		 size_t *len, char *err, size_t errlen)
 {
-	char head[600], *nl, *end, *buf;
+	size_t got = 0, want = 0, have, body = 0;
 	struct sockaddr_un a;
-	size_t got = 0, want, have;
+	char head[600], *buf;
 	ssize_t r;
 	int fd, ret;
 
@@ -208,33 +231,18 @@ int control__ask(const char *path, const char *line, void **data,
 		got += (size_t)r;
 	}
 	head[got] = 0;
-	nl = memchr(head, '\n', got);
-	if (!nl) {
-		close(fd);
-		snprintf(err, errlen, "the agent did not answer");
-		return -EPROTO;
-	}
-	*nl = 0;
-	if (!strncmp(head, "error ", 6)) {
-		close(fd);
-		snprintf(err, errlen, "%s", head + 6);
-		return -EINVAL;
-	}
-	want = strncmp(head, "ok ", 3) ? 0 : strtoull(head + 3, &end, 10);
-	if (strncmp(head, "ok ", 3) || *end || want > CONTROL_REPLY_MAX) {
-		close(fd);
+	ret = control__parse_reply(head, got, &want, &body, err, errlen);
+	buf = ret ? NULL : malloc(want + 1);
+	if (!ret && !buf) {
 		snprintf(err, errlen, "the agent's answer makes no sense");
-		return -EPROTO;
+		ret = -EPROTO;
 	}
-	buf = malloc(want + 1);
-	have = got - (size_t)(nl + 1 - head);
-	if (!buf || have > want) {
-		free(buf);
+	if (ret) {
 		close(fd);
-		snprintf(err, errlen, "the agent's answer makes no sense");
-		return -EPROTO;
+		return ret;
 	}
-	memcpy(buf, nl + 1, have);
+	have = got - body;
+	memcpy(buf, head + body, have);
 	while (have < want && (r = read_some(fd, buf + have, want - have)) > 0)
 		have += (size_t)r;
 	close(fd);

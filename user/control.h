@@ -46,5 +46,10 @@ int control__reply(int fd, const void *data, size_t len, const char *msg);
  * when no agent listens. */
 int control__ask(const char *path, const char *line, void **data,
 		 size_t *len, char *err, size_t errlen);
+/* The answer's head: got bytes read into head, NUL-terminated.  0 with
+ * the profile's length in *want, its first bytes from head + *body on;
+ * the agent's error (-EINVAL) or -EPROTO, with why in err. */
+int control__parse_reply(char *head, size_t got, size_t *want, size_t *body,
+			 char *err, size_t errlen);
 
 #endif /* __PYSIGHT_CONTROL_H */

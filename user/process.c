@@ -32,13 +32,6 @@
 #define DELETED		" (deleted)"
 #define DEBUG_MAX	16384	/* bytes of _Py_DebugOffsets read at most */
 
-struct mapping {
-	uint64_t start, end, offset;
-	unsigned int dev_major, dev_minor;
-	uint64_t ino;
-	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
-};
-
 __u64 process__kernel_dev(dev_t dev)
 {
 	return ((__u64)major(dev) << 20) | minor(dev);
@@ -94,7 +87,7 @@ static void cut_deleted(char *path)
 		path[n - d] = 0;
 }
 
-static int parse_mapping(char *line, struct mapping *m)
+int process__parse_mapping(char *line, struct mapping *m)
 {
 	char *file;
 	int n = 0;
@@ -126,7 +119,7 @@ static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (parse_mapping(line, &m))
+		if (process__parse_mapping(line, &m))
 			continue;
 		if (!exe_map->start && !strcmp(m.path, exe))
 			*exe_map = m;

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <linux/types.h>
@@ -61,6 +62,17 @@ int process__version_from_name(const char *path, int *major, int *minor);
  */
 int process__exec_facts(struct interp_cache *c, const char *path,
 			struct pyproc_info *info);
+
+/* A line of /proc/PID/maps that maps a file. */
+struct mapping {
+	uint64_t start, end, offset;
+	unsigned int dev_major, dev_minor;
+	uint64_t ino;
+	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
+};
+
+/* 0, or -EINVAL when line (which it cuts at its newline) maps no file. */
+int process__parse_mapping(char *line, struct mapping *m);
 
 /* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
 __u64 process__kernel_dev(dev_t dev);

@@ -97,43 +97,54 @@ void service__from_cmdline(const char *args, size_t len, char *out,
 	}
 }
 
-/* OTEL_SERVICE_NAME from the environment the process started with. */
-static bool from_env(pid_t pid, char *out, size_t outlen)
+bool service__from_environ(const char *env, size_t len, char *out,
+			   size_t outlen)
 {
+	const char *p, *end = env + len;
 	size_t klen = strlen(ENV_KEY), n;
-	char *buf = malloc(ENV_MAX), *p, *end;
-	ssize_t len = buf ? read_proc(pid, "environ", buf, ENV_MAX) : -ENOMEM;
-	bool found = false;
 
-	for (p = buf, end = buf + (len > 0 ? len : 0); p < end; p += n + 1) {
+	for (p = env; p < end; p += n + 1) {
 		n = strnlen(p, (size_t)(end - p));
 		if (n > klen && !strncmp(p, ENV_KEY, klen)) {
 			clean(p + klen, n - klen, out, outlen);
-			found = out[0] != 0;
-			break;
+			return out[0] != 0;
 		}
 	}
+	return false;
+}
+
+/* OTEL_SERVICE_NAME from the environment the process started with. */
+static bool from_env(pid_t pid, char *out, size_t outlen)
+{
+	char *buf = malloc(ENV_MAX);
+	ssize_t len = buf ? read_proc(pid, "environ", buf, ENV_MAX) : -ENOMEM;
+	bool found = len > 0 && service__from_environ(buf, (size_t)len, out, outlen);
+
 	free(buf);
 	return found;
 }
 
+unsigned long long service__stat_start_time(const char *stat)
+{
+	const char *p;
+	int field;
+
+	/* after the comm, which may hold anything but ends at the last ')' */
+	p = strrchr(stat, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 unsigned long long service__start_time(pid_t pid)
 {
-	char buf[1024], *p;
-	unsigned long long t = 0;
+	char buf[1024];
 	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf) - 1);
-	int field;
 
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	/* after the comm, which may hold anything but ends at the last ')' */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
+	return service__stat_start_time(buf);
 }
 
 int service__of(pid_t pid, const char *container, struct service_info *out)

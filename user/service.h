@@ -10,6 +10,7 @@
 #define __PYSIGHT_SERVICE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,5 +31,11 @@ void service__from_cmdline(const char *args, size_t len, char *out,
 			   size_t outlen);
 /* The process's start time (clock ticks since boot), 0 when gone. */
 unsigned long long service__start_time(pid_t pid);
+/* What service__of reads of /proc, parsed: OTEL_SERVICE_NAME from an
+ * environ (len bytes), true when set; the start time in a stat line
+ * (NUL-terminated), 0 when none.  For tests and the fuzzer. */
+bool service__from_environ(const char *env, size_t len, char *out,
+			   size_t outlen);
+unsigned long long service__stat_start_time(const char *stat);
 
 #endif /* __PYSIGHT_SERVICE_H */
