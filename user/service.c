@@ -50,16 +50,29 @@ static const char *base(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The interpreter's options that take the next argument. */
-static bool takes_arg(const char *opt)
+/* Is the argument of n bytes (it may run to the end of the command line,
+ * with no NUL) exactly word? */
+static bool is(const char *arg, size_t n, const char *word)
 {
-	return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "-Q");
+	return n == strlen(word) && !memcmp(arg, word, n);
 }
 
+/* The interpreter's options that take the next argument. */
+static bool takes_arg(const char *opt, size_t n)
+{
+	return is(opt, n, "-W") || is(opt, n, "-X") || is(opt, n, "-Q");
+}
+
+/*
+ * Every argument is bounded by len, never by its NUL: /proc cuts a long
+ * command line at CMDLINE_MAX, and a process may rewrite its own, so the
+ * last one may have none (a script name read past the buffer, seen by
+ * fuzz_inputs).
+ */
 void service__from_cmdline(const char *args, size_t len, char *out,
 			   size_t outlen)
 {
-	const char *p = args, *end = args + len, *arg;
+	const char *p = args, *end = args + len, *arg, *slash;
 	size_t n;
 	bool first = true;
 
@@ -72,25 +85,28 @@ void service__from_cmdline(const char *args, size_t len, char *out,
 			first = false;
 			continue;
 		}
-		if (!strcmp(arg, "-m") && p < end) {
+		if (is(arg, n, "-m") && p < end) {
 			clean(p, strnlen(p, (size_t)(end - p)), out, outlen);
 			return;
 		}
-		if (!strncmp(arg, "-m", 2) && arg[2]) {
+		if (n > 2 && !memcmp(arg, "-m", 2)) {
 			clean(arg + 2, n - 2, out, outlen);
 			return;
 		}
-		if (!strcmp(arg, "-c") || !strcmp(arg, "-"))
+		if (is(arg, n, "-c") || is(arg, n, "-"))
 			return;		/* no name of its own */
 		if (arg[0] == '-') {
-			if (takes_arg(arg) && p < end)
+			if (takes_arg(arg, n) && p < end)
 				p += strnlen(p, (size_t)(end - p)) + 1;
 			continue;
 		}
 		/* a script: its file name without the directory and ".py" */
-		arg = base(arg);
-		n = strlen(arg);
-		if (n > 3 && !strcmp(arg + n - 3, ".py"))
+		slash = memrchr(arg, '/', n);
+		if (slash) {
+			n -= (size_t)(slash + 1 - arg);
+			arg = slash + 1;
+		}
+		if (n > 3 && !memcmp(arg + n - 3, ".py", 3))
 			n -= 3;
 		clean(arg, n, out, outlen);
 		return;

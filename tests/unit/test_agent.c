@@ -524,15 +524,25 @@ static void test_service_names(void)
 		{ "python3\0-X\0dev\0-W\0ignore\0tool.py", 32, "tool" },
 		{ "python3\0-c\0print(1)", 19, "" },
 		{ "python3", 7, "" },
-		{ "python3\0my app\x01.py", 17, "my app?" },
+		{ "python3\0my app\x01.py", 18, "my app?" },
 		{ "python3\0na\xc3\xafve.py", 17, "na\xc3\xafve" },
 		{ "python3\0-m\0bad\xff\xc3", 16, "bad??" },
+		{ "python3\0-", 9, "" },
+		{ "python3\0-mjson", 14, "json" },
+		{ "python3\0/srv/app/serve.py", 25, "serve" },
 	};
-	char out[SERVICE_NAME_MAX];
+	char out[SERVICE_NAME_MAX], *args;
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		service__from_cmdline(cases[i].args, cases[i].len, out, sizeof(out));
+		/* exactly len bytes, as /proc gives them: a command line cut
+		 * at CMDLINE_MAX, or rewritten, has no NUL at its end */
+		args = malloc(cases[i].len);
+		if (!args)
+			continue;
+		memcpy(args, cases[i].args, cases[i].len);
+		service__from_cmdline(args, cases[i].len, out, sizeof(out));
+		free(args);
 		CHECK(!strcmp(out, cases[i].want), "case %zu: '%s', want '%s'", i, out,
 		      cases[i].want);
 	}
