@@ -285,6 +285,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
 # the tests' _PyRuntime copies, for the layouts of 3.13 on (tests/fuzz/layout.h)
 FUZZ_FIXTURES := -DFIXTURES=\"$(abspath tests/fixtures)\"
+FUZZ_HDRS := tests/fuzz/layout.h tests/fuzz/le.h
 PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
 		user/reader.c user/tally.c user/writer.c user/write_folded.c \
@@ -304,7 +305,7 @@ $(OUTPUT)/fuzz_profiles: tests/fuzz/fuzz_profiles.c $(PROFILE_SRCS) $(wildcard u
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(PROFILE_SRCS) -ljson-c -lprotobuf-c -lz -lm -o $@
 
-$(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(ELF_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(FUZZ_HDRS) $(ELF_SRCS) $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(ELF_SRCS) -lelf -lz -o $@
 
@@ -315,14 +316,14 @@ $(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/offsets.c \
 
 # code objects, str and bytes read from a fake address space
 $(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
+		user/offsets.c user/offsets_table.c $(FUZZ_HDRS) $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< user/symbols.c user/linetable.c \
 		user/offsets.c user/offsets_table.c -o $@
 
 # EV_CODE: a code object named from the bytes BPF copied at its dealloc
 $(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c tests/fuzz/layout.h $(wildcard user/*.h) | $(OUTPUT)
+		user/offsets.c user/offsets_table.c $(FUZZ_HDRS) $(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< \
 		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
@@ -331,7 +332,7 @@ $(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/line
 # space of segments copied out of a real interpreter
 DUMP_SRCS := user/stackread.c user/pylocals.c user/symbols.c user/linetable.c \
 	     user/offsets.c user/offsets_table.c
-$(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) tests/fuzz/layout.h \
+$(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) $(FUZZ_HDRS) \
 		$(wildcard user/*.h) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What the harnesses that read code objects share: a minor's layout, and
- * their inputs' little-endian fields. */
+/* What the harnesses that read code objects share: a minor's layout. */
 #ifndef PYSIGHT_FUZZ_LAYOUT_H
 #define PYSIGHT_FUZZ_LAYOUT_H
 
@@ -9,6 +8,7 @@
 #include <stdio.h>
 
 #include "offsets.h"
+#include "le.h"
 
 /*
  * A minor's layout: 3.8-3.12 from the generated table, 3.13 on from the
@@ -41,17 +41,6 @@ static int fuzz_layout(int minor, struct py_offsets *off)
 		return -ENOENT;
 	*off = debug[minor];
 	return 0;
-}
-
-static uint32_t fuzz_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t fuzz_le64(const uint8_t *p)
-{
-	return fuzz_le32(p) | (uint64_t)fuzz_le32(p + 4) << 32;
 }
 
 #endif
