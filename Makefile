@@ -285,7 +285,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
 # the tests' _PyRuntime copies, for the layouts of 3.13 on (tests/fuzz/layout.h)
 FUZZ_FIXTURES := -DFIXTURES=\"$(abspath tests/fixtures)\"
-FUZZ_HDRS := tests/fuzz/layout.h tests/fuzz/le.h
+FUZZ_HDRS := tests/fuzz/layout.h tests/fuzz/le.h tests/fuzz/fakemem.h
 PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
 		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
 		user/reader.c user/tally.c user/writer.c user/write_folded.c \

@@ -82,15 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len;
 	int minor;
 
-	if (size < HDR_LEN)
+	minor = fuzz_proc(data, size, HDR_LEN, &proc);
+	if (minor < 0)
 		return 0;
-	minor = 8 + data[0] % 8;
-	memset(&proc, 0, sizeof(proc));
-	if (fuzz_layout(minor, &proc.off))
-		return 0;
-	proc.code_type_addr = fuzz_le64(data + 2);
-	proc.unicode_type_addr = fuzz_le64(data + 10);
-	proc.bytes_type_addr = fuzz_le64(data + 18);
+	fuzz_types(&proc, data + 2);
 
 	ev = calloc(1, sizeof(*ev));
 	alive = malloc(sizeof(*alive));

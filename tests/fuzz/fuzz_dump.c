@@ -5,9 +5,7 @@
  * holder, each frame's code object named (symbols, linetable) and its
  * locals (pylocals).  The input is a sparse fake address space: segments
  * copied at their real addresses from a real interpreter's memory by
- * tools/fuzz-seeds, so no pointer needs moving; the harness defines
- * process_vm_readv (the executable's definition wins over libc's), which
- * serves reads that lie wholly in one segment and faults everywhere else.
+ * tools/fuzz-seeds, so no pointer needs moving (fakemem.h serves them).
  *
  * Input layout (little endian): byte 0 picks the minor (3.8 to 3.15: 3.13
  * on need FIXTURES), then the addresses of _PyRuntime, of the code, str
@@ -17,12 +15,9 @@
  * up to the end: the input is a heap block of exactly its size, so ASan
  * catches a read past it.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/uio.h>
 
 #include "linetable.h"
 #include "offsets.h"
@@ -30,62 +25,28 @@
 #include "stackread.h"
 #include "symbols.h"
 #include "layout.h"
+#include "fakemem.h"
 
 #define HDR_LEN		41
 #define SEG_HDR		12
-#define MAX_SEGS	4096
 #define MAX_LOCALS	16
-
-struct segment {
-	uint64_t addr;
-	size_t len;
-	const uint8_t *data;
-};
-
-static struct segment segs[MAX_SEGS];
-static int nsegs;
-
-ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
-			 unsigned long liovcnt, const struct iovec *remote,
-			 unsigned long riovcnt, unsigned long flags)
-{
-	uint64_t addr;
-	size_t len;
-	int i;
-
-	(void)pid;
-	(void)flags;
-	if (liovcnt != 1 || riovcnt != 1 || local[0].iov_len < remote[0].iov_len) {
-		errno = EINVAL;
-		return -1;
-	}
-	addr = (uint64_t)(uintptr_t)remote[0].iov_base;
-	len = remote[0].iov_len;
-	for (i = 0; i < nsegs; i++) {
-		if (addr >= segs[i].addr && addr - segs[i].addr <= segs[i].len &&
-		    len <= segs[i].len - (addr - segs[i].addr)) {
-			memcpy(local[0].iov_base, segs[i].data + (addr - segs[i].addr),
-			       len);
-			return (ssize_t)len;
-		}
-	}
-	errno = EFAULT;
-	return -1;
-}
 
 static void map_segments(const uint8_t *p, size_t left)
 {
+	struct fuzz_segment *s;
 	uint32_t len;
 
-	for (nsegs = 0; nsegs < MAX_SEGS && left >= SEG_HDR; nsegs++) {
-		segs[nsegs].addr = fuzz_le64(p);
+	for (fuzz_nsegs = 0; fuzz_nsegs < FUZZ_MAX_SEGS && left >= SEG_HDR;
+	     fuzz_nsegs++) {
+		s = &fuzz_segs[fuzz_nsegs];
+		s->addr = fuzz_le64(p);
 		len = fuzz_le32(p + 8);
 		p += SEG_HDR;
 		left -= SEG_HDR;
-		segs[nsegs].len = len < left ? len : left;
-		segs[nsegs].data = p;
-		p += segs[nsegs].len;
-		left -= segs[nsegs].len;
+		s->len = len < left ? len : left;
+		s->data = p;
+		p += s->len;
+		left -= s->len;
 	}
 }
 
@@ -121,21 +82,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	__u64 holder;
 	int minor;
 
-	if (size < HDR_LEN)
-		return 0;
-	minor = 8 + data[0] % 8;
-	memset(&proc, 0, sizeof(proc));
-	if (fuzz_layout(minor, &proc.off))
+	minor = fuzz_proc(data, size, HDR_LEN, &proc);
+	if (minor < 0)
 		return 0;
 	proc.runtime_addr = fuzz_le64(data + 1);
-	proc.code_type_addr = fuzz_le64(data + 9);
-	proc.unicode_type_addr = fuzz_le64(data + 17);
-	proc.bytes_type_addr = fuzz_le64(data + 25);
+	fuzz_types(&proc, data + 9);
 	map_segments(data + HDR_LEN, size - HDR_LEN);
 
 	(void)stackread__gil_holder(1, &proc, &holder);
 	(void)stackread__stable(1, &proc, fuzz_le64(data + 33), &out, &scratch, 1);
 	read_frames(&proc, minor, &out);
-	nsegs = 0;
+	fuzz_nsegs = 0;
 	return 0;
 }

@@ -2,10 +2,8 @@
 /*
  * libFuzzer harness for what the symboliser decodes from a target's
  * memory: code objects, str and bytes objects, then the line table they
- * lead to.  The input is a fake address space: the harness defines
- * process_vm_readv (the executable's definition wins over libc's and
- * over ASan's weak interceptor), which serves reads of the bytes after
- * the header, mapped at MEM_BASE, and faults everywhere else.
+ * lead to.  The input is a fake address space (fakemem.h): the bytes
+ * after the header, mapped at MEM_BASE.
  *
  * Input layout: byte 0 picks the minor (3.8 to 3.15: 3.13 on need
  * FIXTURES, the tests' _PyRuntime copies), bytes 1-4 the code
@@ -15,50 +13,21 @@
  * type check writes them into its objects.  The memory is a heap block of
  * exactly its size: ASan catches a read one byte past the end.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/uio.h>
 
 #include "linetable.h"
 #include "offsets.h"
 #include "symbols.h"
 #include "layout.h"
+#include "fakemem.h"
 
 #define HDR_LEN		17
 #define MEM_BASE	0x7f0000100000ULL
 #define CODE_TYPE	0x7f00000c0000ULL
 #define UNICODE_TYPE	0x7f00000d0000ULL
 #define BYTES_TYPE	0x7f00000e0000ULL
-
-static const uint8_t *mem;
-static size_t mem_len;
-
-ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
-			 unsigned long liovcnt, const struct iovec *remote,
-			 unsigned long riovcnt, unsigned long flags)
-{
-	uint64_t addr;
-	size_t len;
-
-	(void)pid;
-	(void)flags;
-	if (liovcnt != 1 || riovcnt != 1 || local[0].iov_len < remote[0].iov_len) {
-		errno = EINVAL;
-		return -1;
-	}
-	addr = (uint64_t)(uintptr_t)remote[0].iov_base;
-	len = remote[0].iov_len;
-	if (addr < MEM_BASE || addr - MEM_BASE > mem_len ||
-	    len > mem_len - (addr - MEM_BASE)) {
-		errno = EFAULT;
-		return -1;
-	}
-	memcpy(local[0].iov_base, mem + (addr - MEM_BASE), len);
-	return (ssize_t)len;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -73,21 +42,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s;
 	int minor;
 
-	if (size < HDR_LEN)
-		return 0;
-	minor = 8 + data[0] % 8;
-	memset(&proc, 0, sizeof(proc));
-	if (fuzz_layout(minor, &proc.off))
+	minor = fuzz_proc(data, size, HDR_LEN, &proc);
+	if (minor < 0)
 		return 0;
 	proc.code_type_addr = CODE_TYPE;
 	proc.unicode_type_addr = UNICODE_TYPE;
 	proc.bytes_type_addr = BYTES_TYPE;
-	mem_len = size - HDR_LEN;
-	copy = malloc(mem_len ? mem_len : 1);
+	copy = malloc(size - HDR_LEN ? size - HDR_LEN : 1);
 	if (!copy)
 		return 0;
-	memcpy(copy, data + HDR_LEN, mem_len);
-	mem = copy;
+	memcpy(copy, data + HDR_LEN, size - HDR_LEN);
+	fuzz_segs[0] = (struct fuzz_segment){ MEM_BASE, size - HDR_LEN, copy };
+	fuzz_nsegs = 1;
 
 	s = symbols__read_str(1, &proc, MEM_BASE + fuzz_le32(data + 5));
 	free(s);
@@ -102,6 +68,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	symcache__free(sc);
 	free(copy);
-	mem = NULL;
+	fuzz_nsegs = 0;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "offsets.h"
 #include "le.h"
@@ -41,6 +42,26 @@ static int fuzz_layout(int minor, struct py_offsets *off)
 		return -ENOENT;
 	*off = debug[minor];
 	return 0;
+}
+
+/* A cleared proc with the layout of the minor that an input's byte 0
+ * picks (3.8 to 3.15): the minor, or -1 when there is none or the input
+ * is shorter than its header. */
+static int fuzz_proc(const uint8_t *data, size_t size, size_t hdr_len,
+		     struct py_proc *proc)
+{
+	int minor = size ? 8 + data[0] % 8 : 0;
+
+	memset(proc, 0, sizeof(*proc));
+	return size < hdr_len || fuzz_layout(minor, &proc->off) ? -1 : minor;
+}
+
+/* The code, str and bytes type objects' addresses, from 24 bytes at p. */
+static void fuzz_types(struct py_proc *proc, const uint8_t *p)
+{
+	proc->code_type_addr = fuzz_le64(p);
+	proc->unicode_type_addr = fuzz_le64(p + 8);
+	proc->bytes_type_addr = fuzz_le64(p + 16);
 }
 
 #endif
