@@ -279,8 +279,9 @@ demo: deps
 	$(Q)tools/demo
 
 # Not part of the test run: coverage-guided fuzzing of the parsers of
-# target memory and of the profile files report and diff read, for
-# FUZZ_SECONDS each.
+# target memory, interpreter files, /proc, the control socket, OTLP
+# answers and the profile files report and diff read, for FUZZ_SECONDS
+# each.
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
 # the tests' _PyRuntime copies, for the layouts of 3.13 on (tests/fuzz/layout.h)
@@ -346,8 +347,9 @@ $(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(wildcard user/*.
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(INPUT_SRCS) -lelf -lz -lprotobuf-c -o $@
 
-# Every harness starts from real inputs: interpreter binaries, their
-# _PyRuntime sections, and profiles of each format (tools/fuzz-seeds).
+# Every harness starts from real inputs (tools/fuzz-seeds): interpreter
+# binaries, their _PyRuntime sections, profiles of each format, memory
+# copied out of each interpreter, a python's own /proc files.
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
 	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump \
