@@ -784,17 +784,33 @@ static int setup_outputs(struct agent *a)
 			 a->o.output_dir, strerror(-ret));
 		goto fail;
 	}
+	/* bound now: a port taken, or one below 1024, fails here */
 	if (a->o.metrics_addr &&
-	    metrics__start(a->o.metrics_addr, &a->m, err, sizeof(err)))
-		goto fail;
-	/* last: what it sends, it sends for a start that went through */
-	if (a->spool &&
-	    exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))
+	    metrics__open(a->o.metrics_addr, &a->m, err, sizeof(err)))
 		goto fail;
 	return 0;
 fail:
 	fprintf(stderr, "pysight: %s\n", err);
 	return -EINVAL;
+}
+
+/*
+ * The threads, once privileges are dropped: capabilities and
+ * no_new_privs are a thread's own, and privs__drop sets the caller's
+ * only, so a thread started before kept everything root had.  Last, so
+ * that what the exporter sends, it sends for a start that went through.
+ */
+static int start_threads(struct agent *a)
+{
+	char err[512];
+
+	if ((a->m && metrics__start(a->m, err, sizeof(err))) ||
+	    (a->spool &&
+	     exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))) {
+		fprintf(stderr, "pysight: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* The last word on the way out: what this run made of its exports, and
@@ -860,9 +876,9 @@ static void loop(struct agent *a)
 		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
 			cut(a, now);
 			maybe_rebase(a, now);
-			if (a->m)
-				health(a, false);	/* the metrics, fresh each second */
 		}
+		if (a->m && metrics__wanted(a->m))
+			health(a, false);	/* the metrics, made for a scrape */
 		if (export_due)
 			export_interval(a, now);
 		if (rotate_due)
@@ -957,7 +973,8 @@ int cmd_agent(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	err = setup_outputs(&a);
 	if (!err)
-		err = session__open(&a.s) ?: session__release(&a.s);
+		err = session__open(&a.s) ?: session__release(&a.s) ?:
+		      start_threads(&a);
 	if (!err) {
 		a.start_s = clock__now_s();
 		a.cpu_at_start = cpu_s();
