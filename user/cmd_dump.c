@@ -341,22 +341,38 @@ static int print_json(const struct dump *d)
 	return 0;
 }
 
-/* 0, or 1 after saying why in one line. */
+/* Setup is over: what dump does not use is given up, and not fatally. */
+static void drop_privileges(enum privs_keep keep)
+{
+	int err = privs__drop(keep);
+
+	if (err)
+		fprintf(stderr, "pysight: could not drop capabilities: %s\n",
+			strerror(-err));
+}
+
+/*
+ * 0, or 1 after saying why in one line.  The Pythons are found first,
+ * which opens files of any owner; then, holding only what reading their
+ * memory needs, their stacks and objects, the most hostile bytes here.
+ */
 static int collect(struct collector *c, struct dump_opts *o, struct dump *d)
 {
 	char err[512];
 	int i, ret = 0;
 
-	if (!o->npids) {
+	drop_privileges(PRIVS_FIND);
+	if (!o->npids)
 		collector__scan(c);
-		ret = collector__snapshot(c, 0, keep_thread, d);
-	}
 	for (i = 0; i < o->npids; i++) {
 		if (collector__add_pid(c, o->pids[i], err, sizeof(err))) {
 			fprintf(stderr, "pysight: %s\n", err);
 			return 1;
 		}
 	}
+	drop_privileges(PRIVS_READ);
+	if (!o->npids)
+		ret = collector__snapshot(c, 0, keep_thread, d);
 	for (i = 0; i < o->npids && ret >= 0; i++)
 		ret = collector__snapshot(c, o->pids[i], keep_thread, d);
 	if (ret < 0) {

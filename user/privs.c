@@ -73,17 +73,17 @@ static const cap_value_t kept[] = {
 	CAP_FOWNER, CAP_KILL,
 };
 
-static bool is_kept(cap_value_t c)
+static bool is_kept(const cap_value_t *keep, size_t nkeep, cap_value_t c)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
-		if (kept[i] == c)
+	for (i = 0; i < nkeep; i++)
+		if (keep[i] == c)
 			return true;
 	return false;
 }
 
-int privs__drop(void)
+static int drop_all_but(const cap_value_t *keep, size_t nkeep)
 {
 	cap_value_t c, last = CAP_LAST_CAP;
 	cap_t caps = cap_get_proc();
@@ -94,7 +94,7 @@ int privs__drop(void)
 	if (cap_clear_flag(caps, CAP_INHERITABLE))
 		err = -errno;
 	for (c = 0; c <= last && !err; c++) {
-		if (is_kept(c))
+		if (is_kept(keep, nkeep, c))
 			continue;
 		if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_CLEAR) ||
 		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_CLEAR))
@@ -110,4 +110,39 @@ int privs__drop(void)
 	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		err = -errno;
 	return err;
+}
+
+/*
+ * What dump keeps, in two steps.  While it finds the Pythons (their maps,
+ * executables and interpreter files, which may belong to anyone):
+ *   SYS_PTRACE        as above;
+ *   DAC_READ_SEARCH   an interpreter file root cannot read by its mode;
+ *   CHECKPOINT_RESTORE
+ *                     /proc/PID/map_files, for an interpreter deleted or
+ *                     replaced since it started (not SYS_ADMIN, which
+ *                     also does);
+ *   BPF               before Linux 6.5 ("bpf: move unprivileged checks
+ *                     into map_create() and bpf_prog_load()"), with
+ *                     unprivileged BPF off, every bpf() command wants
+ *                     it: map updates and the task iterator too.
+ * Then, to read their stacks and objects, the most hostile bytes it
+ * decodes: SYS_PTRACE and BPF only.  No uprobe is needed for one look.
+ */
+static const cap_value_t find_kept[] = {
+	CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE, CAP_BPF,
+};
+static const cap_value_t read_kept[] = { CAP_SYS_PTRACE, CAP_BPF };
+
+#define KEEP(a) a, sizeof(a) / sizeof(a[0])
+
+int privs__drop(enum privs_keep keep)
+{
+	switch (keep) {
+	case PRIVS_FIND:
+		return drop_all_but(KEEP(find_kept));
+	case PRIVS_READ:
+		return drop_all_but(KEEP(read_kept));
+	default:
+		return drop_all_but(KEEP(kept));
+	}
 }

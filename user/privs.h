@@ -7,12 +7,20 @@
  * which is missing in one line on stderr. */
 int privs__check(void);
 
+enum privs_keep {
+	PRIVS_RECORD,	/* what a recording (record, top, agent) still uses */
+	PRIVS_FIND,	/* dump, finding Pythons: their maps and files */
+	PRIVS_READ,	/* dump, reading their memory: nothing else */
+};
+
 /*
  * Once BPF is loaded and attached and any command is started: keep only
- * the capabilities a recording still uses, drop the rest from the
- * effective, permitted, inheritable and bounding sets, and set
- * no_new_privs.  0, or -errno (nothing is dropped then).
+ * the capabilities keep says (privs.c says why each), drop the rest from
+ * the effective, permitted and inheritable sets and, the first time, the
+ * bounding set (that needs CAP_SETPCAP, dropped with it), and set
+ * no_new_privs.  The calling thread's only: a thread started before
+ * keeps what it had.  0, or -errno (nothing is dropped then).
  */
-int privs__drop(void);
+int privs__drop(enum privs_keep keep);
 
 #endif /* __PYSIGHT_PRIVS_H */

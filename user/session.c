@@ -267,7 +267,7 @@ static void expect_command(struct session *s)
 /* Setup is over: what the recording does not use is given up. */
 static void drop_privileges(void)
 {
-	int err = privs__drop();
+	int err = privs__drop(PRIVS_RECORD);
 
 	if (err)	/* not fatal: it records as it would have */
 		fprintf(stderr, "pysight: could not drop capabilities: %s\n",

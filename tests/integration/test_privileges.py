@@ -2,11 +2,14 @@
 no_new_privs, and goes on finding and naming new processes; a command it
 launched keeps its own.  The agent does the same in every thread it
 runs."""
+import array
+import fcntl
 import os
 import subprocess
+import termios
 import time
 
-from conftest import WORKLOADS, Profile, Recorder
+from conftest import PYSIGHT, WORKLOADS, Profile, Recorder
 from otelcol import free_port
 from test_agent import OK, Agent, fake_endpoint, metrics  # noqa: F401 (a fixture)
 
@@ -14,6 +17,7 @@ from test_agent import OK, Agent, fake_endpoint, metrics  # noqa: F401 (a fixtur
 KEPT = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3,
         "CAP_KILL": 5, "CAP_SYS_PTRACE": 19, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38,
         "CAP_BPF": 39, "CAP_CHECKPOINT_RESTORE": 40}
+F_SETPIPE_SZ = 1031
 DROPPED = {"CAP_SETUID": 7, "CAP_SETPCAP": 8, "CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13,
            "CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17, "CAP_SYS_BOOT": 22, "CAP_SYS_TIME": 25,
            "CAP_MKNOD": 27}
@@ -108,3 +112,65 @@ def test_agent_threads_drop_too(procs, workdir, fake_endpoint):
     assert all(a < b for a, b in zip(counts, counts[1:])), counts
     assert metrics(mport)["pysight_exports_sent_total"] >= 1
     assert agent.stop() == 0, agent.stderr
+
+
+DEEP = ("import sys, time\n"
+        "def down(n):\n"
+        "    if n:\n"
+        "        return down(n - 1)\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(60)\n"
+        "down(150)\n")
+
+
+def queued(fd):
+    """Bytes waiting in the pipe fd reads."""
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+def test_dump_reads_with_ptrace_alone(procs):
+    """dump drops what it does not need once BPF is loaded, and again once
+    the Pythons are found: it reads their stacks holding CAP_SYS_PTRACE
+    (process_vm_readv) and CAP_BPF (the task iterator, before Linux 6.5)
+    only.  Caught while it writes: stdout is a pipe of one page that is
+    not read until its status has been looked at."""
+    target = procs.start(["/usr/bin/python3.11", "-c", DEEP], stdout=subprocess.PIPE, text=True)
+    assert target.stdout.readline().strip() == "ready"
+    r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+    dump = procs.start([PYSIGHT, "dump", "--json", "-p", str(target.pid)], stdout=w,
+                       stderr=subprocess.PIPE)
+    os.close(w)
+    try:
+        # blocked writing a document far bigger than the pipe
+        wait_for(lambda: queued(r) >= 4096 or dump.poll() is not None, "dump to write")
+        assert dump.poll() is None, dump.stderr.read()
+        st = status(dump.pid)
+        check_dropped(st, "dump", kept={"CAP_SYS_PTRACE": 19, "CAP_BPF": 39})
+        eff = int(st["CapEff"], 16)
+        assert eff == 1 << 19 | 1 << 39, "dump kept more: CapEff %s" % st["CapEff"]
+        out = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(r)
+        if dump.poll() is None:
+            dump.wait(10)       # SIGPIPE, had the test failed before reading
+    assert dump.wait(30) == 0, dump.stderr.read()
+    assert out.count(b'"down"') >= 150, out[:2000]
+
+
+def test_top_drops_too(procs):
+    """top drops as record does once it samples."""
+    top = procs.start([PYSIGHT, "top", "-d", "5", "-r", "50"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE, text=True)
+    line = top.stderr.readline()
+    assert "pysight: sampling" in line, line + top.stderr.read()
+    check_dropped(status(top.pid), "top")
+    top.send_signal(2)
+    assert top.wait(30) == 0, top.stderr.read()
