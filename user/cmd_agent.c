@@ -497,9 +497,9 @@ static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
 			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
 }
 
-/* Files of ours (named prefix...) in dir, oldest first, past the age or
- * the total size; never the one just written (kept, a name in dir), which
- * counts first. */
+/* Files of ours (named prefix..., owned by us or by whom we write for)
+ * in dir, oldest first, past the age or the total size; never the one
+ * just written (kept, a name in dir), which counts first. */
 static void prune(struct agent *a, const char *dir, const char *prefix,
 		  const char *kept)
 {
@@ -521,8 +521,10 @@ static void prune(struct agent *a, const char *dir, const char *prefix,
 		const char *nm = names[i]->d_name;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, nm);
+		/* of ours: in /tmp, another user's pysight-* is not */
 		if (!strncmp(nm, prefix, strlen(prefix)) && strcmp(nm, kept) &&
-		    !lstat(path, &st) && S_ISREG(st.st_mode)) {
+		    !lstat(path, &st) && S_ISREG(st.st_mode) &&
+		    (st.st_uid == geteuid() || st.st_uid == writer__owner())) {
 			total += (uint64_t)st.st_size;
 			if (now - st.st_mtime > a->o.retain_s ||
 			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
@@ -969,6 +971,9 @@ int cmd_agent(int argc, char **argv)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* a closed terminal stops it as record stops: the last file whole,
+	 * the socket removed (the default would leave a temporary file) */
+	signal(SIGHUP, on_signal);
 	signal(SIGUSR1, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	err = setup_outputs(&a);

@@ -119,6 +119,15 @@ static void owner(uid_t *uid, gid_t *gid)
 	*gid = !*end && v >= 0 && v < (1L << 31) ? (gid_t)v : *gid;
 }
 
+uid_t writer__owner(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	owner(&uid, &gid);
+	return uid;
+}
+
 /*
  * In a directory others may write to (sticky, like /tmp), what is at path
  * may be someone's plant: replace it only when it is a regular file of

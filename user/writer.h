@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "labels.h"
 #include "profile.h"
 
@@ -55,5 +56,9 @@ int writer__write_file(const struct writer *w, struct profile *p,
 /* The same for any writing function: fn's error, or the file's. */
 int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 		   void *ctx);
+
+/* Who files are written for: the user behind sudo (SUDO_UID, as perf
+ * does), else the effective uid. */
+uid_t writer__owner(void);
 
 #endif /* __PYSIGHT_WRITER_H */

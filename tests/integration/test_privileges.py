@@ -5,6 +5,7 @@ runs."""
 import array
 import fcntl
 import os
+import signal
 import subprocess
 import termios
 import time
@@ -174,3 +175,37 @@ def test_top_drops_too(procs):
     check_dropped(status(top.pid), "top")
     top.send_signal(2)
     assert top.wait(30) == 0, top.stderr.read()
+
+
+def test_agent_prunes_only_its_own_files(procs, workdir):
+    """With --output-dir where others write (/tmp), another user's old
+    pysight-* file is not the agent's to delete; an old one of ours is."""
+    out = os.path.join(workdir, "out")
+    os.makedirs(out)
+    os.chmod(out, 0o1777)
+    theirs, mine = (os.path.join(out, "pysight-20000101T00000%dZ.folded" % i) for i in (0, 1))
+    for path in (theirs, mine):
+        with open(path, "w") as f:
+            f.write("main 1\n")
+        os.utime(path, (946684800, 946684800))
+    os.chown(theirs, 65534, 65534)
+    agent = Agent(procs, workdir, ["--output-dir", out, "--rotate", "1s", "--retain", "1h",
+                                   "-f", "folded", "-r", 19]).wait_sampling()
+    wait_for(lambda: not os.path.exists(mine), "our old file to be pruned")
+    assert os.path.exists(theirs), os.listdir(out)
+    assert agent.stop() == 0, agent.stderr
+
+
+def test_agent_sighup_stops_it_cleanly(procs, workdir):
+    """SIGHUP stops the agent as SIGTERM does: the last file whole, no
+    temporary file, the control socket removed."""
+    out = os.path.join(workdir, "out")
+    agent = Agent(procs, workdir, ["--output-dir", out, "--rotate", "1h", "-f", "folded",
+                                   "-r", 97]).wait_sampling()
+    time.sleep(1)
+    assert os.path.exists(agent.socket)
+    assert agent.stop(signal.SIGHUP) == 0, agent.stderr
+    left = os.listdir(out)
+    assert len(left) == 1 and left[0].startswith("pysight-") and \
+        left[0].endswith(".folded"), left
+    assert not os.path.exists(agent.socket)
