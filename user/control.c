@@ -8,12 +8,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
 #include "fdio.h"
 
-#define READ_TIMEOUT_MS	500	/* a client that says nothing is dropped */
+#define READ_TIMEOUT_MS	500	/* a client without a whole line by then is dropped */
 #define REPLY_TIMEOUT_S	5
 
 static int addr_of(const char *path, struct sockaddr_un *a)
@@ -26,11 +27,26 @@ static int addr_of(const char *path, struct sockaddr_un *a)
 	return 0;
 }
 
+/*
+ * The socket is made 0660 as bind creates it: a chmod(path) after could
+ * follow a link put there meanwhile.  The umask is the process's, so
+ * this is called before any thread starts (the agent starts its own
+ * after dropping privileges).
+ */
+static int bind_0660(int fd, const struct sockaddr_un *a)
+{
+	mode_t old = umask(0117);
+	int ret = bind(fd, (const struct sockaddr *)a, sizeof(*a));
+
+	umask(old);
+	return ret;
+}
+
 int control__listen(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un a;
 	struct stat st;
-	int fd, probe;
+	int fd, probe, ret;
 
 	if (addr_of(path, &a)) {
 		snprintf(err, errlen, "socket path too long: %s", path);
@@ -41,6 +57,12 @@ int control__listen(const char *path, char *err, size_t errlen)
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(err, errlen, "%s exists and is not a socket", path);
 			return -EEXIST;
+		}
+		/* in a directory others write to, not ours to remove */
+		if (st.st_uid != geteuid()) {
+			snprintf(err, errlen, "%s is a socket of uid %u, not ours: "
+				 "not removed", path, (unsigned int)st.st_uid);
+			return -EPERM;
 		}
 		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (probe >= 0 && !connect(probe, (void *)&a, sizeof(a))) {
@@ -53,13 +75,13 @@ int control__listen(const char *path, char *err, size_t errlen)
 		unlink(path);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (void *)&a, sizeof(a)) ||
-	    chmod(path, 0660) || listen(fd, 16)) {
+	if (fd < 0 || bind_0660(fd, &a) || listen(fd, 16)) {
+		ret = -errno;
 		snprintf(err, errlen, "failed to listen on %s: %s", path,
-			 strerror(errno));
+			 strerror(-ret));
 		if (fd >= 0)
 			close(fd);
-		return -errno;
+		return ret;
 	}
 	return fd;
 }
@@ -120,10 +142,19 @@ int control__parse(const char *line, struct control_request *req,
 	return 0;
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 int control__accept(int lfd, struct control_request *req, char *err,
 		    size_t errlen)
 {
 	char line[CONTROL_LINE_MAX + 1];
+	long long deadline, left;
 	struct pollfd p;
 	size_t got = 0;
 	ssize_t r;
@@ -134,8 +165,12 @@ int control__accept(int lfd, struct control_request *req, char *err,
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	p.fd = fd;
 	p.events = POLLIN;
+	/* one deadline for the whole line: a client dribbling a byte at a
+	 * time would otherwise hold the agent's loop, and its sampling */
+	deadline = now_ms() + READ_TIMEOUT_MS;
 	while (got < CONTROL_LINE_MAX && !memchr(line, '\n', got)) {
-		if (poll(&p, 1, READ_TIMEOUT_MS) <= 0)
+		left = deadline - now_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
 		r = read(fd, line + got, CONTROL_LINE_MAX - got);
 		if (r <= 0)

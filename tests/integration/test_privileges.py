@@ -6,13 +6,16 @@ import array
 import fcntl
 import os
 import signal
+import socket
+import stat
 import subprocess
 import termios
+import threading
 import time
 
-from conftest import PYSIGHT, WORKLOADS, Profile, Recorder
+from conftest import PYSIGHT, WORKLOADS, Profile, Recorder, run_pysight
 from otelcol import free_port
-from test_agent import OK, Agent, fake_endpoint, metrics  # noqa: F401 (a fixture)
+from test_agent import OK, Agent, ask, fake_endpoint, metrics  # noqa: F401 (a fixture)
 
 # what privs.c keeps
 KEPT = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3,
@@ -209,3 +212,52 @@ def test_agent_sighup_stops_it_cleanly(procs, workdir):
     assert len(left) == 1 and left[0].startswith("pysight-") and \
         left[0].endswith(".folded"), left
     assert not os.path.exists(agent.socket)
+
+
+def test_control_socket_is_0660_and_another_users_is_left(procs, workdir):
+    """The socket is made 0660 as it is bound; a stale socket of another
+    user is refused in one line and left where it is."""
+    agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "o"),
+                                   "-r", 19]).wait_sampling()
+    assert stat.S_IMODE(os.lstat(agent.socket).st_mode) == 0o660
+    assert agent.stop() == 0, agent.stderr
+    theirs = os.path.join(workdir, "theirs.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(theirs)      # closed unlistened: stale
+    os.chown(theirs, 65534, 65534)
+    run = run_pysight(procs, ["agent", "--output-dir", os.path.join(workdir, "o"),
+                              "--socket", theirs], timeout=20)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.splitlines() == [
+        "pysight: %s is a socket of uid 65534, not ours: not removed" % theirs], run.stderr
+    assert stat.S_ISSOCK(os.lstat(theirs).st_mode)
+
+
+def test_control_client_dribbling_does_not_hold_the_agent(procs, workdir):
+    """A client sending a byte every 0.3 s is dropped 0.5 s after it
+    connects, not kept while it sends: a snapshot asked meanwhile is
+    answered."""
+    agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "o"),
+                                   "-f", "folded", "-r", 19]).wait_sampling()
+    stop = threading.Event()
+
+    def dribble():
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(agent.socket)
+            while not stop.wait(0.3):
+                try:
+                    s.sendall(b"s")
+                except OSError:
+                    return
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    try:
+        answer = ask(agent.socket, "snapshot format=folded\n", timeout=4)
+    finally:
+        stop.set()
+        t.join(5)
+    assert answer.startswith(b"ok "), answer[:200]
+    assert time.monotonic() - t0 < 2, time.monotonic() - t0
+    assert agent.stop() == 0, agent.stderr
