@@ -258,6 +258,8 @@ def test_control_client_dribbling_does_not_hold_the_agent(procs, workdir):
     finally:
         stop.set()
         t.join(5)
-    assert answer.startswith(b"ok "), answer[:200]
+    # answered: a window, or (host-wide with no Python yet) that it is empty
+    assert answer.startswith(b"ok ") or answer == b"error the window holds no samples yet\n", \
+        answer[:200]
     assert time.monotonic() - t0 < 2, time.monotonic() - t0
     assert agent.stop() == 0, agent.stderr
