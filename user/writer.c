@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +158,7 @@ static int safe_to_replace(const char *path, uid_t uid)
 	return 0;
 }
 
-int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
-		   void *ctx)
+static int atomic(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx)
 {
 	char tmp[PATH_MAX];
 	uid_t uid;
@@ -205,6 +206,28 @@ int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	return err;
+}
+
+/*
+ * The signals that stop a command wait while a file is made: it is then
+ * renamed whole, or removed, and the signal acts after.  A command that
+ * has no handler of its own (convert, diff, snapshot) would otherwise die
+ * with the temporary file left beside the one asked for.
+ */
+int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
+		   void *ctx)
+{
+	sigset_t stop, old;
+	int err;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	err = atomic(path, fn, ctx);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return err;
 }
 

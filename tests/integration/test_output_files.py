@@ -47,6 +47,44 @@ def test_signal_leaves_a_whole_profile(sig, procs, workdir):
     assert not leftovers(workdir, "sig.folded") and not leftovers(workdir, "sig.pb.gz")
 
 
+def big_folded(path, lines=200000):
+    with open(path, "w") as f:
+        for i in range(lines):
+            f.write(f"main (/srv/app/main.py:1);mod{i % 97} (/srv/app/m{i % 97}.py:{i % 13});"
+                    f"handler_{i} (/srv/app/handlers.py:{i}) {i % 50 + 1}\n")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["INT", "TERM", "HUP"])
+@pytest.mark.parametrize("cmd", ["convert", "diff"])
+def test_signal_while_writing_leaves_a_whole_file(cmd, sig, workdir):
+    """convert and diff have no handler of their own: a signal while the
+    file is being written (its temporary file is there) still leaves the
+    whole file, and then acts."""
+    big = os.path.join(workdir, "big.folded")
+    big_folded(big)
+    out = os.path.join(workdir, "out.folded")
+    args = [PYSIGHT, cmd, big] + ([big] if cmd == "diff" else []) + ["-o", out]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not leftovers(workdir, "out.folded") and proc.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.0005)
+    seen = leftovers(workdir, "out.folded")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert seen, "the temporary file was never seen: %s" % err
+    assert proc.returncode == -sig, (proc.returncode, err)
+    assert not leftovers(workdir, "out.folded")
+    if cmd == "convert":
+        assert Profile.load(out).total == Profile.load(big).total
+    else:
+        with open(out) as f:
+            lines = f.read().splitlines()     # "stack before after", each
+        assert len(lines) == 200000 and all(
+            l.rsplit(" ", 2)[1] == l.rsplit(" ", 2)[2] for l in lines), lines[-1:]
+
+
 @pytest.fixture
 def small_fs(workdir):
     mnt = os.path.join(workdir, "full")
