@@ -960,6 +960,8 @@ int cmd_agent(int argc, char **argv)
 	a.o.ex.verbose = a.s.o.verbose;
 	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
 		fprintf(stderr, "pysight: %s\n", why);
+		for (i = 0; i < a.o.ex.nheaders; i++)
+			free((char *)a.o.ex.headers[i]);	/* those before */
 		return 2;
 	}
 	gethostname(a.host, sizeof(a.host) - 1);
