@@ -9,6 +9,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <math.h>
 #include <dirent.h>
@@ -72,6 +73,7 @@ struct agent_opts {
 	unsigned int window_rate;
 	unsigned int export_rate;	/* -r: what exports and files are at */
 	const char *socket_path;
+	gid_t socket_gid;		/* (gid_t)-1: root's group */
 	const char *snapshot_dir;
 	const char *metrics_addr;
 };
@@ -93,6 +95,7 @@ struct agent {
 	struct exporter *ex;
 	struct metrics *m;
 	int ctl;
+	struct control_server *srv;
 	char url[1024];
 	char host[256];
 	struct known *known;
@@ -126,6 +129,7 @@ enum {
 	OPT_WINDOW,
 	OPT_WINDOW_RATE,
 	OPT_SOCKET,
+	OPT_SOCKET_GROUP,
 	OPT_SNAPSHOT_DIR,
 	OPT_METRICS,
 };
@@ -146,6 +150,7 @@ static const struct argp_option options[] = {
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Keep this much of the recent past for snapshots (default 60)", 0 },
 	{ "window-rate", OPT_WINDOW_RATE, "HZ", 0, "Sample at HZ for the window (what snapshots hold); exports and files are thinned back to -r", 0 },
 	{ "socket", OPT_SOCKET, "PATH", 0, "The control socket (default " CONTROL_DEFAULT_PATH ")", 0 },
+	{ "socket-group", OPT_SOCKET_GROUP, "GROUP", 0, "Let this group's members use the control socket (mode 0660; else only root's group)", 0 },
 	{ "snapshot-dir", OPT_SNAPSHOT_DIR, "DIR", 0, "Where SIGUSR1 and triggers write snapshots (default " DEFAULT_SNAPSHOTS ")", 0 },
 	{ "metrics-addr", OPT_METRICS, "IP:PORT", 0, "Serve Prometheus metrics here, e.g. 127.0.0.1:9465", 0 },
 	{},
@@ -190,6 +195,22 @@ static const char *header_of(const char *opt, const char *arg)
 	if (asprintf(&h, "%.*s: %s", (int)(eq - arg), arg, eq + 1) < 0)
 		exit(1);
 	return h;
+}
+
+/* A group by name or number, as chgrp takes it. */
+static gid_t group_arg(const char *opt, const char *arg)
+{
+	struct group *g = getgrnam(arg);
+	char *end;
+	long v;
+
+	if (g)
+		return g->gr_gid;
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (!*arg || *end || errno || v < 0 || v >= (long)(gid_t)-1)
+		bad_value(opt, arg, "no such group");
+	return (gid_t)v;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -254,6 +275,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SOCKET:
 		o->socket_path = path_arg("--socket", arg);
+		break;
+	case OPT_SOCKET_GROUP:
+		o->socket_gid = group_arg("--socket-group", arg);
 		break;
 	case OPT_SNAPSHOT_DIR:
 		o->snapshot_dir = path_arg("--snapshot-dir", arg);
@@ -641,31 +665,30 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 static void serve_control(struct agent *a)
 {
 	struct control_request r;
-	char err[256], path[PATH_MAX];
+	char path[PATH_MAX];
 	const struct writer *w;
 	uint64_t since, until;
 	struct profile *q;
 	char *buf = NULL;
 	size_t len;
-	int fd, ret;
+	int id, ret;
 
-	while ((fd = control__accept(a->ctl, &r, err, sizeof(err))) != -EAGAIN) {
-		if (fd < 0)
-			continue;
+	if (!a->srv)
+		return;
+	while ((id = control__next(a->srv, &r)) >= 0) {
 		if (r.trigger) {
 			snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
 					 path, sizeof(path));
 			if (path[0])
-				control__reply(fd, path, strlen(path), NULL);
+				control__answer(a->srv, id, path, strlen(path), NULL);
 			else
-				control__reply(fd, NULL, 0, "failed to write the snapshot");
-			close(fd);
+				control__answer(a->srv, id, NULL, 0,
+						"failed to write the snapshot");
 			continue;
 		}
 		w = writer__find(r.format[0] ? r.format : "pprof");
 		if (!w) {
-			control__reply(fd, NULL, 0, "unknown format");
-			close(fd);
+			control__answer(a->srv, id, NULL, 0, "unknown format");
 			continue;
 		}
 		q = window_now(a, &(struct history_filter){
@@ -677,14 +700,14 @@ static void serve_control(struct agent *a)
 		if (!ret && !profile__nentries(q))
 			ret = -ENODATA;	/* not an empty file the user must open */
 		if (ret == -ENODATA)
-			control__reply(fd, NULL, 0, r.pid || r.cgroup[0] || r.container[0] ?
-				       "the window holds no samples of what was asked for" :
-				       "the window holds no samples yet");
+			control__answer(a->srv, id, NULL, 0,
+					r.pid || r.cgroup[0] || r.container[0] ?
+					"the window holds no samples of what was asked for" :
+					"the window holds no samples yet");
 		else if (ret)
-			control__reply(fd, NULL, 0, strerror(-ret));
+			control__answer(a->srv, id, NULL, 0, strerror(-ret));
 		else
-			control__reply(fd, buf, len, NULL);
-		close(fd);
+			control__answer(a->srv, id, buf, len, NULL);
 		/* every snapshot goes to the collector too, marked as one */
 		if (!ret && a->spool && profile__nentries(q))
 			export_profile(a, q, since, until, "snapshot");
@@ -766,9 +789,14 @@ static int setup_outputs(struct agent *a)
 		goto fail;
 	/* first: another agent may be using the spool, and its exports are
 	 * not ours to send */
-	a->ctl = control__listen(a->o.socket_path, err, sizeof(err));
+	a->ctl = control__listen(a->o.socket_path, a->o.socket_gid, err, sizeof(err));
 	if (a->ctl < 0)
 		goto fail;
+	a->srv = control__server(a->ctl);
+	if (!a->srv) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	if (a->o.otlp) {
 		if (exporter__url_with_path(a->o.otlp, OTLP_PROFILES_PATH,
 					    a->url, sizeof(a->url))) {
@@ -917,6 +945,7 @@ static void defaults(struct agent *a)
 	a->o.retain_s = 86400;
 	a->o.window_s = DEFAULT_WINDOW_S;
 	a->o.socket_path = CONTROL_DEFAULT_PATH;
+	a->o.socket_gid = (gid_t)-1;
 	a->o.snapshot_dir = DEFAULT_SNAPSHOTS;
 	a->o.ex.timeout_s = 10;
 	/* an outage ends at most this long before the queue moves again */
@@ -998,6 +1027,7 @@ int cmd_agent(int argc, char **argv)
 	if (a.ex)
 		stopped(&a, !err);
 	metrics__stop(a.m);
+	control__server_free(a.srv);
 	if (a.ctl >= 0) {
 		close(a.ctl);
 		unlink(a.o.socket_path);

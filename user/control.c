@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,8 +15,8 @@
 #include "control.h"
 #include "fdio.h"
 
-#define READ_TIMEOUT_MS	500	/* a client without a whole line by then is dropped */
-#define REPLY_TIMEOUT_S	5
+#define READ_TIMEOUT_MS		500	/* for a whole request line */
+#define REPLY_TIMEOUT_MS	5000	/* for the answer to be read */
 
 static int addr_of(const char *path, struct sockaddr_un *a)
 {
@@ -33,16 +34,34 @@ static int addr_of(const char *path, struct sockaddr_un *a)
  * this is called before any thread starts (the agent starts its own
  * after dropping privileges).
  */
-static int bind_0660(int fd, const struct sockaddr_un *a)
+static int bind_0660(int fd, const struct sockaddr_un *a, gid_t gid)
 {
 	mode_t old = umask(0117);
-	int ret = bind(fd, (const struct sockaddr *)a, sizeof(*a));
+	int ret, oldgid = -1;
 
+	/* the group too, as bind makes it, for the same reason: the file
+	 * system gid is the calling thread's, and names the new inode's */
+	if (gid != (gid_t)-1) {
+		oldgid = setfsgid(gid);
+		if ((gid_t)setfsgid((gid_t)-1) != gid) {
+			setfsgid((gid_t)oldgid);
+			umask(old);
+			errno = EPERM;
+			return -1;
+		}
+	}
+	ret = bind(fd, (const struct sockaddr *)a, sizeof(*a));
+	if (gid != (gid_t)-1) {
+		int e = errno;
+
+		setfsgid((gid_t)oldgid);
+		errno = e;
+	}
 	umask(old);
 	return ret;
 }
 
-int control__listen(const char *path, char *err, size_t errlen)
+int control__listen(const char *path, gid_t gid, char *err, size_t errlen)
 {
 	struct sockaddr_un a;
 	struct stat st;
@@ -75,7 +94,7 @@ int control__listen(const char *path, char *err, size_t errlen)
 		unlink(path);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind_0660(fd, &a) || listen(fd, 16)) {
+	if (fd < 0 || bind_0660(fd, &a, gid) || listen(fd, 16)) {
 		ret = -errno;
 		snprintf(err, errlen, "failed to listen on %s: %s", path,
 			 strerror(-ret));
@@ -150,60 +169,187 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-int control__accept(int lfd, struct control_request *req, char *err,
-		    size_t errlen)
-{
+/*
+ * The server never waits on a client.  Each call moves every client on
+ * by what its socket allows now: a line read, an answer sent.  A client
+ * that dribbles its line or does not read its answer holds a slot until
+ * its deadline, never the agent's loop, and so never its sampling.
+ */
+struct control_client {
+	int fd;				/* -1: a free slot */
+	long long deadline;		/* ms, CLOCK_MONOTONIC */
+	size_t got;			/* of line */
 	char line[CONTROL_LINE_MAX + 1];
-	long long deadline, left;
-	struct pollfd p;
-	size_t got = 0;
-	ssize_t r;
-	int fd, ret;
+	bool asked;			/* handed out, its answer awaited */
+	char *out;			/* the answer: head and data */
+	size_t len, sent;
+};
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	p.fd = fd;
-	p.events = POLLIN;
-	/* one deadline for the whole line: a client dribbling a byte at a
-	 * time would otherwise hold the agent's loop, and its sampling */
-	deadline = now_ms() + READ_TIMEOUT_MS;
-	while (got < CONTROL_LINE_MAX && !memchr(line, '\n', got)) {
-		left = deadline - now_ms();
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			break;
-		r = read(fd, line + got, CONTROL_LINE_MAX - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	line[got] = 0;
-	if (!memchr(line, '\n', got)) {
-		snprintf(err, errlen, "no request line");
-		ret = -EINVAL;
-	} else {
-		ret = control__parse(line, req, err, errlen);
-	}
-	if (ret) {
-		control__reply(fd, NULL, 0, err);
-		close(fd);
-		return ret;
-	}
-	return fd;
+struct control_server {
+	int lfd;
+	struct control_client c[CONTROL_CLIENTS];
+};
+
+struct control_server *control__server(int lfd)
+{
+	struct control_server *s = calloc(1, sizeof(*s));
+	int i;
+
+	if (!s)
+		return NULL;
+	s->lfd = lfd;
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		s->c[i].fd = -1;
+	return s;
 }
 
-int control__reply(int fd, const void *data, size_t len, const char *msg)
+static void drop(struct control_client *c)
 {
-	struct timeval tv = { REPLY_TIMEOUT_S, 0 };
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+void control__server_free(struct control_server *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		drop(&s->c[i]);
+	free(s);
+}
+
+/* Send what the socket takes now: the answer is done or the client gone. */
+static void push(struct control_client *c)
+{
+	ssize_t n;
+
+	while (c->sent < c->len) {
+		n = send(c->fd, c->out + c->sent, c->len - c->sent,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return;
+			break;
+		}
+		c->sent += (size_t)n;
+	}
+	drop(c);
+}
+
+static int queue(struct control_client *c, const void *data, size_t len,
+		 const char *msg)
+{
 	char head[600];
 	int n;
 
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (msg && !data)
 		n = snprintf(head, sizeof(head), "error %.500s\n", msg);
 	else
 		n = snprintf(head, sizeof(head), "ok %zu\n", len);
-	return fdio__write(fd, head, (size_t)n) ?: (data ? fdio__write(fd, data, len) : 0);
+	if (!data)
+		len = 0;
+	c->out = malloc((size_t)n + len);
+	if (!c->out) {
+		drop(c);
+		return -ENOMEM;
+	}
+	memcpy(c->out, head, (size_t)n);
+	if (len)
+		memcpy(c->out + n, data, len);
+	c->len = (size_t)n + len;
+	c->sent = 0;
+	c->asked = false;
+	c->deadline = now_ms() + REPLY_TIMEOUT_MS;
+	push(c);
+	return 0;
+}
+
+/* Read what has come; a whole line is parsed, or answered as wrong. */
+static bool take(struct control_client *c, struct control_request *req,
+		 char *err, size_t errlen)
+{
+	ssize_t r;
+
+	while (c->got < CONTROL_LINE_MAX && !memchr(c->line, '\n', c->got)) {
+		r = recv(c->fd, c->line + c->got, CONTROL_LINE_MAX - c->got,
+			 MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false;
+		if (r <= 0)
+			break;		/* closed before a whole line */
+		c->got += (size_t)r;
+	}
+	c->line[c->got] = 0;
+	if (!memchr(c->line, '\n', c->got)) {
+		snprintf(err, errlen, "no request line");
+		queue(c, NULL, 0, err);
+		return false;
+	}
+	if (control__parse(c->line, req, err, errlen)) {
+		queue(c, NULL, 0, err);
+		return false;
+	}
+	c->asked = true;
+	return true;
+}
+
+int control__next(struct control_server *s, struct control_request *req)
+{
+	struct control_client *c;
+	char err[256];
+	long long now;
+	int i, fd;
+
+	/* take new clients while there are free slots; the rest wait in
+	 * the listen backlog, where the kernel holds them */
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		c = &s->c[i];
+		if (c->fd >= 0)
+			continue;
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			break;
+		c->fd = fd;
+		c->deadline = now_ms() + READ_TIMEOUT_MS;
+	}
+	now = now_ms();
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		c = &s->c[i];
+		if (c->fd < 0 || c->asked)
+			continue;
+		if (c->out)
+			push(c);
+		else if (take(c, req, err, sizeof(err)))
+			return i;
+		if (c->fd >= 0 && now >= c->deadline) {
+			if (!c->out) {
+				/* one deadline for the whole line */
+				snprintf(err, sizeof(err), "no request line");
+				if (!queue(c, NULL, 0, err) && c->fd >= 0)
+					drop(c);	/* no second wait */
+			} else {
+				drop(c);
+			}
+		}
+	}
+	return -EAGAIN;
+}
+
+int control__answer(struct control_server *s, int id, const void *data,
+		    size_t len, const char *msg)
+{
+	if (id < 0 || id >= CONTROL_CLIENTS || s->c[id].fd < 0 || !s->c[id].asked)
+		return -EINVAL;
+	return queue(&s->c[id], data, len, msg);
 }
 
 static ssize_t read_some(int fd, char *buf, size_t len)

@@ -29,17 +29,32 @@ struct control_request {
 	char reason[128];
 };
 
-/* Listen on path: -errno with why in err (another agent listening is
+/* Listen on path, a socket of group gid ((gid_t)-1: ours) and mode
+ * 0660: -errno with why in err (another agent listening is
  * -EADDRINUSE). */
-int control__listen(const char *path, char *err, size_t errlen);
-/* A waiting client's request, read within a short timeout: its fd (the
- * caller answers and closes), -EAGAIN when none waits, -errno. */
-int control__accept(int lfd, struct control_request *req, char *err,
-		    size_t errlen);
+int control__listen(const char *path, gid_t gid, char *err, size_t errlen);
+/*
+ * The agent's side.  It never waits on a client: a client has
+ * READ_TIMEOUT_MS for its line and then REPLY_TIMEOUT_MS to read its
+ * answer, in a slot of its own; the agent's loop moves them all on.
+ */
+#define CONTROL_CLIENTS		16
+struct control_server;
+
+/* Serves the listening socket lfd (non-blocking; the caller closes it). */
+struct control_server *control__server(int lfd);
+void control__server_free(struct control_server *s);
+/* Accepts, reads and sends what can go now, without waiting.  A client
+ * whose request is whole: its id, with the request in *req, to be
+ * answered by control__answer; -EAGAIN when none. */
+int control__next(struct control_server *s, struct control_request *req);
+/* Answer client id: data (len bytes, copied) after "ok LEN", or
+ * "error msg" when data is NULL.  It is sent by this and later calls
+ * of control__next. */
+int control__answer(struct control_server *s, int id, const void *data,
+		    size_t len, const char *msg);
 int control__parse(const char *line, struct control_request *req,
 		   char *err, size_t errlen);
-/* Answer: data (len bytes) after "ok LEN", or "error msg". */
-int control__reply(int fd, const void *data, size_t len, const char *msg);
 
 /* The client: send the request line, read the answer into *data
  * (malloc'd) or the agent's error into err.  -ECONNREFUSED/-ENOENT

@@ -5,10 +5,12 @@ runs."""
 import array
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import termios
 import threading
 import time
@@ -233,33 +235,92 @@ def test_control_socket_is_0660_and_another_users_is_left(procs, workdir):
     assert stat.S_ISSOCK(os.lstat(theirs).st_mode)
 
 
-def test_control_client_dribbling_does_not_hold_the_agent(procs, workdir):
-    """A client sending a byte every 0.3 s is dropped 0.5 s after it
-    connects, not kept while it sends: a snapshot asked meanwhile is
-    answered."""
+def test_control_clients_dribbling_do_not_hold_the_agent(procs, workdir):
+    """Clients sending a byte every 0.3 s, more of them than the agent has
+    slots and each back as soon as it is dropped, hold neither the agent's
+    loop nor a snapshot asked meanwhile: it is answered within 2 s (one at a
+    time, 0.5 s each, they held it for 8 s)."""
     agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "o"),
                                    "-f", "folded", "-r", 19]).wait_sampling()
     stop = threading.Event()
 
     def dribble():
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.connect(agent.socket)
-            while not stop.wait(0.3):
+        while not stop.is_set():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(1)
                 try:
-                    s.sendall(b"s")
+                    s.connect(agent.socket)
+                    while not stop.wait(0.3):
+                        s.sendall(b"s")
                 except OSError:
-                    return
-    t = threading.Thread(target=dribble, daemon=True)
-    t.start()
-    time.sleep(0.2)
+                    pass
+    threads = [threading.Thread(target=dribble, daemon=True) for _ in range(20)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
     t0 = time.monotonic()
     try:
-        answer = ask(agent.socket, "snapshot format=folded\n", timeout=4)
+        answer = ask(agent.socket, "snapshot format=folded\n", timeout=6)
     finally:
         stop.set()
-        t.join(5)
+        for t in threads:
+            t.join(5)
     # answered: a window, or (host-wide with no Python yet) that it is empty
     assert answer.startswith(b"ok ") or answer == b"error the window holds no samples yet\n", \
         answer[:200]
     assert time.monotonic() - t0 < 2, time.monotonic() - t0
     assert agent.stop() == 0, agent.stderr
+
+
+def test_socket_group_lets_its_members_trigger(procs, workdir):
+    """--socket-group: the socket is made in that group (mode 0660, root's),
+    so an unprivileged member can trigger a snapshot and a non-member
+    cannot connect."""
+    d = tempfile.mkdtemp(prefix="pysight-tests-run-")   # workdir is 0700
+    os.chmod(d, 0o755)
+    try:
+        check_socket_group(procs, workdir, os.path.join(d, "pysight.sock"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def check_socket_group(procs, workdir, sock):
+    agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "o"), "-r", 19,
+                                   "--socket", sock, "--socket-group", "nogroup"])
+    agent.socket = sock
+    agent.wait_sampling()
+    st = os.lstat(sock)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 65534, 0o660), st
+    client = ("import socket, sys\n"
+              "s = socket.socket(socket.AF_UNIX)\n"
+              "try:\n"
+              "    s.connect(sys.argv[1])\n"
+              "except PermissionError:\n"
+              "    print('refused'); sys.exit()\n"
+              "s.sendall(b'trigger reason=slow\\n')\n"
+              "print(s.makefile('rb').readline().decode().strip())\n")
+
+    def as_nobody(groups):
+        def drop():
+            os.setgroups(groups)
+            os.setgid(65534)
+            os.setuid(65534)
+        return subprocess.run(["/usr/bin/python3.11", "-c", client, sock], preexec_fn=drop,
+                              capture_output=True, text=True, timeout=20)
+    member = as_nobody([65534])
+    assert member.returncode == 0 and member.stdout.startswith("ok "), (member.stdout,
+                                                                         member.stderr)
+    assert os.listdir(agent.snapshot_dir), "the trigger wrote no snapshot"
+
+    def outsider():
+        os.setgroups([])
+        os.setgid(1)            # daemon: not the socket's group
+        os.setuid(65534)
+    run = subprocess.run(["/usr/bin/python3.11", "-c", client, sock], preexec_fn=outsider,
+                         capture_output=True, text=True, timeout=20)
+    assert run.stdout.strip() == "refused", (run.stdout, run.stderr)
+    assert agent.stop() == 0, agent.stderr
+    bad = run_pysight(procs, ["agent", "--output-dir", os.path.join(workdir, "o"),
+                              "--socket-group", "no-such-group"], timeout=20)
+    assert bad.returncode == 2 and bad.stderr.splitlines() == [
+        "pysight: invalid value 'no-such-group' for --socket-group: no such group"], bad.stderr

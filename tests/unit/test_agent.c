@@ -11,7 +11,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -567,6 +570,119 @@ static void test_control(void)
 	CHECK(control__parse(longv, &r, err, sizeof(err)), "overlong value");
 }
 
+static int connect_to(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (void *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The server never waits on a client: clients that say nothing fill
+ * every slot, one more waits in the backlog, and a good client's 4 MiB
+ * answer, far more than a socket holds, goes out in pieces between calls
+ * that each return at once.  The silent ones are told "no request line".
+ */
+static void test_control_server(void)
+{
+	enum { BIG = 4 << 20 };
+	int lfd, id = -1, good, silent[CONTROL_CLIENTS + 1], i, n, nsilent;
+	long long t0, slowest = 0, t;
+	struct control_server *s;
+	struct control_request r;
+	char path[128], err[256], head[64], *big, *got;
+	size_t have = 0, hl = 0;
+	ssize_t k;
+
+	snprintf(path, sizeof(path), "%s/ctl.sock", tmpdir);
+	lfd = control__listen(path, (gid_t)-1, err, sizeof(err));
+	CHECK(lfd >= 0, "%s", err);
+	s = lfd >= 0 ? control__server(lfd) : NULL;
+	big = malloc(BIG);
+	got = malloc(BIG);
+	if (!s || !big || !got)
+		goto out;
+	for (i = 0; i < BIG; i++)
+		big[i] = (char)(i * 7 + 3);
+	/* every slot taken, then two more wait in the backlog (a connect
+	 * past the backlog would wait, and this test with it) */
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		silent[i] = connect_to(path);
+	CHECK(control__next(s, &r) == -EAGAIN, "nothing asked yet");
+	silent[CONTROL_CLIENTS] = connect_to(path);
+	good = connect_to(path);
+	CHECK(good >= 0 && write(good, "snapshot format=folded\n", 23) == 23, "good client");
+	/* until the good one is asked: the silent ones' slots free at 500 ms */
+	t0 = ms_now();
+	while (id < 0 && ms_now() - t0 < 3000) {
+		t = ms_now();
+		id = control__next(s, &r);
+		slowest = t > 0 && ms_now() - t > slowest ? ms_now() - t : slowest;
+		if (id < 0)
+			usleep(5000);
+	}
+	CHECK(id >= 0 && !strcmp(r.format, "folded"), "the good request, %d", id);
+	CHECK(!control__answer(s, id, big, BIG, NULL), "answered");
+	CHECK(control__answer(s, id, big, 1, NULL) == -EINVAL, "answered twice");
+	memset(big, 0, 16);		/* copied: the caller's buffer is its own */
+	for (i = 0; i < 3; i++)
+		big[i] = (char)(i * 7 + 3);
+	fcntl(good, F_SETFL, O_NONBLOCK);
+	t0 = ms_now();
+	while (have < BIG && ms_now() - t0 < 4000) {
+		t = ms_now();
+		control__next(s, &r);
+		slowest = ms_now() - t > slowest ? ms_now() - t : slowest;
+		if (hl < sizeof(head) - 1 && !memchr(head, '\n', hl)) {
+			k = read(good, head + hl, 1);
+			hl += k > 0 ? (size_t)k : 0;
+			continue;
+		}
+		k = read(good, got + have, 65536);	/* a slow reader */
+		have += k > 0 ? (size_t)k : 0;
+		usleep(1000);
+	}
+	head[hl] = 0;
+	CHECK(!strcmp(head, "ok 4194304\n"), "head '%s'", head);
+	CHECK(have == BIG && !memcmp(got + 16, big + 16, BIG - 16) &&
+	      got[3] == (char)24 && got[15] == (char)108, "the answer, %zu bytes", have);
+	CHECK(slowest < 100, "a call waited %lld ms", slowest);
+	/* the silent clients were each told, and let go */
+	for (i = 0; i < 150; i++) {
+		control__next(s, &r);
+		usleep(10000);
+	}
+	for (i = nsilent = 0; i < CONTROL_CLIENTS + 1; i++) {
+		n = (int)read(silent[i], head, sizeof(head) - 1);
+		head[n > 0 ? n : 0] = 0;
+		nsilent += !strcmp(head, "error no request line\n");
+		close(silent[i]);
+	}
+	CHECK(nsilent == CONTROL_CLIENTS + 1, "%d of %d silent clients told", nsilent,
+	      CONTROL_CLIENTS + 1);
+	close(good);
+out:
+	control__server_free(s);
+	if (lfd >= 0)
+		close(lfd);
+	free(big);
+	free(got);
+}
+
 static void test_urls(void)
 {
 	static const struct { const char *in, *want; } cases[] = {
@@ -605,6 +721,7 @@ int main(void)
 	test_thin();
 	test_service_names();
 	test_control();
+	test_control_server();
 	test_urls();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
