@@ -6,8 +6,9 @@ of it: the right functions, shares and resource; every interval once,
 in order, across an outage; a full spool dropping the oldest; refusals
 and Retry-After; rolling files; snapshots; the metrics endpoint.
 
-Only for the answers a collector cannot be made to give (400, 500, 503
-with Retry-After) is there a plain http.server on loopback.
+Only for the answers a collector cannot be made to give (a 400 with a
+quota message, a 500, a 503 with Retry-After) is there a plain
+http.server on loopback; the real collector's 400 is tested too.
 """
 import bisect
 import http.server
@@ -26,7 +27,7 @@ import pytest
 
 from conftest import (INTERPRETERS, PYSIGHT, REPO, Profile, find_interp, pct, python_frames,
                       run_pysight)
-from otelcol import PROFILES_PATH, free_port
+from otelcol import PROFILES_PATH, decode_status, free_port
 from test_containers import ID1, POD, cgroups  # noqa: F401 (a fixture)
 
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as ps
@@ -890,6 +891,37 @@ def test_refusal_is_logged_once(status, code, py, procs, staging, workdir, fake_
         assert headers.get("X-Scope-OrgID") == "tenant1", headers
         assert headers.get("Content-Type") == "application/x-protobuf", headers
         assert decoded(body), "an export without profiles"
+    assert spooled(agent) == []
+
+
+def test_collector_refusal_is_logged_once(py, procs, staging, workdir, otel_collector):
+    """The real collector's 400: an export it cannot decode (left in the
+    spool by a crash or a bad disk) is refused with the collector's own
+    message, logged once, dropped and not sent again; the exports after it
+    are taken."""
+    col = otel_collector.start(free_port())
+    garbage = b"\xff\xff\xff\xff\x0fnot an export"
+    status, _, body = col.post(garbage)
+    assert status == 400, (status, body)
+    _, message = decode_status(body)
+    assert message, body
+    spool = os.path.join(workdir, "agent-spool")
+    os.mkdir(spool, 0o700)
+    with open(os.path.join(spool, "%020d.otlp" % 1), "wb") as f:
+        f.write(garbage)
+    burn = Burn(procs, staging, py, duty=0.3)
+    agent = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 1, "-r", 97,
+                                   "-p", burn.pid]).wait_sampling()
+    burn.go()
+    wait_for(lambda: len(ours(col, burn.pid)) >= 3, 20, "three exports taken")
+    burn.finish()
+    assert agent.wait() == 0, agent.stderr
+    refusals = [l for l in agent.stderr.splitlines() if "refused an export" in l]
+    assert refusals == ["pysight: %s%s refused an export (HTTP 400): %s (further refusals "
+                        "are counted, not logged)" % (col.endpoint, PROFILES_PATH, message)], \
+        agent.stderr
+    final = agent.stopped()
+    assert final["refused"] == 1 and final["left"] == 0, final
     assert spooled(agent) == []
 
 

@@ -148,10 +148,13 @@ def test_short_processes_followed(procs, staging, workdir):
     # BPF's stacks_seen is emptied of a process's stacks at its exit, and
     # of a stack whose process user space did not hold when it came (12
     # of 1,000 processes' were left before that); only an exit event lost
-    # in a full ring buffer leaves some, for the map's LRU
+    # in a full ring buffer leaves some, for the map's LRU: no more than a
+    # short process has stacks (a few: <module>, its function, exit) for
+    # each record lost
     lost = int(re.search(r"lost (\d+) \(ring buffer full\)", rec.stderr).group(1))
-    assert sizes["stacks_seen"] == 0 or lost, "stacks_seen: %d held after %d processes" % (
-        sizes["stacks_seen"], count)
+    assert sizes["stacks_seen"] <= 8 * min(lost, count), (
+        "stacks_seen: %d held after %d processes, %d records lost" % (
+            sizes["stacks_seen"], count, lost))
     wrong, checked, sampled = misattributed(Profile.load(out))
     assert not wrong and sampled > 0, (wrong[:20], checked, sampled)
 
