@@ -405,6 +405,11 @@ static int run_loop(struct top *t)
 		now = clock__now_s();
 		if (now >= next) {
 			next += t->interval * (1 + (int)((now - next) / t->interval));
+			/* the samples until now: a slow pass (a new process to
+			 * inspect) would leave some for the next interval, and
+			 * one second would show 83 of 100 and the next 117 */
+			if (collector__drain(t->s.col) < 0)
+				break;
 			err = next_interval(t);
 			if (err)
 				break;

@@ -364,6 +364,14 @@ int collector__poll(struct collector *c, int max_ms)
 	return ret;
 }
 
+int collector__drain(struct collector *c)
+{
+	int ret = sampler__poll(c->sampler, 0);
+
+	replay(c, 0, false);
+	return ret;
+}
+
 void collector__flush(struct collector *c)
 {
 	uint64_t until = clock__now_ns() + DEFER_NS;

@@ -78,6 +78,10 @@ int collector__finish(struct collector *c);
 
 /* Wait up to max_ms for events and handle them: how many, or <0. */
 int collector__poll(struct collector *c, int max_ms);
+/* What the ring holds now, without waiting and without the registry's
+ * tick: before an interval is cut, so that it holds what was sampled up
+ * to the cut, not up to the last poll.  How many, or <0. */
+int collector__drain(struct collector *c);
 /* One ring-buffer record: a sample or a process event. */
 int collector__handle(struct collector *c, const void *data, size_t size);
 
