@@ -48,6 +48,9 @@
 #define DEFAULT_SNAPSHOTS	"/var/lib/pysight/snapshots"
 #define SLICE_S			1.0
 #define POLL_MS			50
+#define CONTROL_PER_PASS	4	/* requests served between polls */
+#define TRIGGER_EVERY_S		1.0	/* a second of triggers: */
+#define TRIGGERS_MAX		4	/* at most these files, one per pid */
 #define DRAIN_S			5.0
 /* a rebase no more often than this, and not before this many objects
  * are interned (PYSIGHT_REBASE_S, for the tests: this often, from any
@@ -96,6 +99,10 @@ struct agent {
 	struct metrics *m;
 	int ctl;
 	struct control_server *srv;
+	char trigger_path[PATH_MAX];	/* the last trigger's snapshot */
+	pid_t trigger_pid;
+	double trigger_s;		/* when this second of triggers began */
+	int triggers;			/* files written for them in it */
 	char url[1024];
 	char host[256];
 	struct known *known;
@@ -665,22 +672,40 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 static void serve_control(struct agent *a)
 {
 	struct control_request r;
-	char path[PATH_MAX];
 	const struct writer *w;
 	uint64_t since, until;
 	struct profile *q;
 	char *buf = NULL;
+	int id, ret, n;
+	double now;
 	size_t len;
-	int id, ret;
 
 	if (!a->srv)
 		return;
-	while ((id = control__next(a->srv, &r)) >= 0) {
+	/* a few a pass: a crowd of requests slows answers, not sampling */
+	for (n = 0; n < CONTROL_PER_PASS && (id = control__next(a->srv, &r)) >= 0; n++) {
 		if (r.trigger) {
-			snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
-					 path, sizeof(path));
-			if (path[0])
-				control__answer(a->srv, id, path, strlen(path), NULL);
+			/* a burst of slow requests is one bad moment: one file */
+			now = clock__now_s();
+			if (now - a->trigger_s >= TRIGGER_EVERY_S) {
+				a->trigger_s = now;
+				a->triggers = 0;
+			} else if (a->trigger_path[0] && r.pid == a->trigger_pid) {
+				/* the same file answers it */
+			} else if (a->triggers >= TRIGGERS_MAX) {
+				control__answer(a->srv, id, NULL, 0, "too many triggers "
+						"this second: the next one is kept");
+				continue;
+			}
+			if (!a->triggers || !a->trigger_path[0] || r.pid != a->trigger_pid) {
+				snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
+						 a->trigger_path, sizeof(a->trigger_path));
+				a->trigger_pid = r.pid;
+				a->triggers++;
+			}
+			if (a->trigger_path[0])
+				control__answer(a->srv, id, a->trigger_path,
+						strlen(a->trigger_path), NULL);
 			else
 				control__answer(a->srv, id, NULL, 0,
 						"failed to write the snapshot");
@@ -792,7 +817,7 @@ static int setup_outputs(struct agent *a)
 	a->ctl = control__listen(a->o.socket_path, a->o.socket_gid, err, sizeof(err));
 	if (a->ctl < 0)
 		goto fail;
-	a->srv = control__server(a->ctl);
+	a->srv = control__server(a->ctl, CONTROL_READ_MS, CONTROL_REPLY_MS);
 	if (!a->srv) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;

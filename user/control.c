@@ -15,8 +15,6 @@
 #include "control.h"
 #include "fdio.h"
 
-#define READ_TIMEOUT_MS		500	/* for a whole request line */
-#define REPLY_TIMEOUT_MS	5000	/* for the answer to be read */
 
 static int addr_of(const char *path, struct sockaddr_un *a)
 {
@@ -96,11 +94,23 @@ int control__listen(const char *path, gid_t gid, char *err, size_t errlen)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind_0660(fd, &a, gid) || listen(fd, 16)) {
 		ret = -errno;
-		snprintf(err, errlen, "failed to listen on %s: %s", path,
-			 strerror(-ret));
+		if (gid != (gid_t)-1)
+			snprintf(err, errlen, "failed to listen on %s in group %u: %s",
+				 path, (unsigned int)gid, strerror(-ret));
+		else
+			snprintf(err, errlen, "failed to listen on %s: %s", path,
+				 strerror(-ret));
 		if (fd >= 0)
 			close(fd);
 		return ret;
+	}
+	/* a setgid directory gives its own group, whatever ours */
+	if (gid != (gid_t)-1 && (lstat(path, &st) || st.st_gid != gid)) {
+		snprintf(err, errlen, "%s was not made in group %u (a setgid "
+			 "directory?): not used", path, (unsigned int)gid);
+		unlink(path);
+		close(fd);
+		return -EPERM;
 	}
 	return fd;
 }
@@ -177,7 +187,9 @@ static long long now_ms(void)
  */
 struct control_client {
 	int fd;				/* -1: a free slot */
-	long long deadline;		/* ms, CLOCK_MONOTONIC */
+	long long deadline;		/* ms, CLOCK_MONOTONIC: for the line;
+					 * for the answer, from its last progress */
+	long long end;			/* for the whole answer */
 	size_t got;			/* of line */
 	char line[CONTROL_LINE_MAX + 1];
 	bool asked;			/* handed out, its answer awaited */
@@ -187,10 +199,13 @@ struct control_client {
 
 struct control_server {
 	int lfd;
+	int read_ms, reply_ms;
+	size_t queued;			/* bytes of answers held */
+	int next;			/* where a scan starts, turning */
 	struct control_client c[CONTROL_CLIENTS];
 };
 
-struct control_server *control__server(int lfd)
+struct control_server *control__server(int lfd, int read_ms, int reply_ms)
 {
 	struct control_server *s = calloc(1, sizeof(*s));
 	int i;
@@ -198,15 +213,19 @@ struct control_server *control__server(int lfd)
 	if (!s)
 		return NULL;
 	s->lfd = lfd;
+	s->read_ms = read_ms;
+	s->reply_ms = reply_ms;
 	for (i = 0; i < CONTROL_CLIENTS; i++)
 		s->c[i].fd = -1;
 	return s;
 }
 
-static void drop(struct control_client *c)
+static void drop(struct control_server *s, struct control_client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->out)
+		s->queued -= c->len;
 	free(c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -219,12 +238,12 @@ void control__server_free(struct control_server *s)
 	if (!s)
 		return;
 	for (i = 0; i < CONTROL_CLIENTS; i++)
-		drop(&s->c[i]);
+		drop(s, &s->c[i]);
 	free(s);
 }
 
 /* Send what the socket takes now: the answer is done or the client gone. */
-static void push(struct control_client *c)
+static void push(struct control_server *s, struct control_client *c)
 {
 	ssize_t n;
 
@@ -239,16 +258,23 @@ static void push(struct control_client *c)
 			break;
 		}
 		c->sent += (size_t)n;
+		/* a reader that keeps taking keeps its slot, up to c->end */
+		c->deadline = now_ms() + s->reply_ms;
 	}
-	drop(c);
+	drop(s, c);
 }
 
-static int queue(struct control_client *c, const void *data, size_t len,
-		 const char *msg)
+static int queue(struct control_server *s, struct control_client *c,
+		 const void *data, size_t len, const char *msg)
 {
 	char head[600];
 	int n;
 
+	/* answers held at once are bounded; one is always let through */
+	if (data && s->queued && s->queued + len > CONTROL_QUEUED_MAX) {
+		data = NULL;
+		msg = "busy: other answers are still being read";
+	}
 	if (msg && !data)
 		n = snprintf(head, sizeof(head), "error %.500s\n", msg);
 	else
@@ -257,24 +283,27 @@ static int queue(struct control_client *c, const void *data, size_t len,
 		len = 0;
 	c->out = malloc((size_t)n + len);
 	if (!c->out) {
-		drop(c);
+		drop(s, c);
 		return -ENOMEM;
 	}
 	memcpy(c->out, head, (size_t)n);
 	if (len)
 		memcpy(c->out + n, data, len);
 	c->len = (size_t)n + len;
+	s->queued += c->len;
 	c->sent = 0;
 	c->asked = false;
-	c->deadline = now_ms() + REPLY_TIMEOUT_MS;
-	push(c);
+	c->deadline = now_ms() + s->reply_ms;
+	c->end = c->deadline + CONTROL_REPLY_TOTAL_MS;
+	push(s, c);
 	return 0;
 }
 
 /* Read what has come; a whole line is parsed, or answered as wrong. */
-static bool take(struct control_client *c, struct control_request *req,
-		 char *err, size_t errlen)
+static bool take(struct control_server *s, struct control_client *c,
+		 struct control_request *req)
 {
+	char err[256];
 	ssize_t r;
 
 	while (c->got < CONTROL_LINE_MAX && !memchr(c->line, '\n', c->got)) {
@@ -290,12 +319,11 @@ static bool take(struct control_client *c, struct control_request *req,
 	}
 	c->line[c->got] = 0;
 	if (!memchr(c->line, '\n', c->got)) {
-		snprintf(err, errlen, "no request line");
-		queue(c, NULL, 0, err);
+		queue(s, c, NULL, 0, "no request line");
 		return false;
 	}
-	if (control__parse(c->line, req, err, errlen)) {
-		queue(c, NULL, 0, err);
+	if (control__parse(c->line, req, err, sizeof(err))) {
+		queue(s, c, NULL, 0, err);
 		return false;
 	}
 	c->asked = true;
@@ -305,41 +333,49 @@ static bool take(struct control_client *c, struct control_request *req,
 int control__next(struct control_server *s, struct control_request *req)
 {
 	struct control_client *c;
-	char err[256];
+	bool more = true;
 	long long now;
-	int i, fd;
+	int i, k, fd;
 
-	/* take new clients while there are free slots; the rest wait in
-	 * the listen backlog, where the kernel holds them */
 	for (i = 0; i < CONTROL_CLIENTS; i++) {
 		c = &s->c[i];
-		if (c->fd >= 0)
+		/* handed out and not answered: answered now, not lost */
+		if (c->fd >= 0 && c->asked)
+			queue(s, c, NULL, 0, "no answer");
+		/* new clients while there are free slots; the rest wait in
+		 * the listen backlog, where the kernel holds them */
+		if (c->fd >= 0 || !more)
 			continue;
 		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			break;
+		if (fd < 0) {
+			more = false;
+			continue;
+		}
 		c->fd = fd;
-		c->deadline = now_ms() + READ_TIMEOUT_MS;
+		c->deadline = now_ms() + s->read_ms;
 	}
 	now = now_ms();
-	for (i = 0; i < CONTROL_CLIENTS; i++) {
+	/* from a turning start, so that no slot waits behind the others */
+	for (k = 0; k < CONTROL_CLIENTS; k++) {
+		i = (s->next + k) % CONTROL_CLIENTS;
 		c = &s->c[i];
-		if (c->fd < 0 || c->asked)
+		if (c->fd < 0)
 			continue;
-		if (c->out)
-			push(c);
-		else if (take(c, req, err, sizeof(err)))
-			return i;
-		if (c->fd >= 0 && now >= c->deadline) {
-			if (!c->out) {
-				/* one deadline for the whole line */
-				snprintf(err, sizeof(err), "no request line");
-				if (!queue(c, NULL, 0, err) && c->fd >= 0)
-					drop(c);	/* no second wait */
-			} else {
-				drop(c);
-			}
+		if (c->out) {
+			push(s, c);
+			if (c->fd >= 0 && (now >= c->deadline || now >= c->end))
+				drop(s, c);
+			continue;
 		}
+		if (take(s, c, req)) {
+			s->next = (i + 1) % CONTROL_CLIENTS;
+			return i;
+		}
+		/* one deadline for the whole line, however it dribbles */
+		if (c->fd >= 0 && !c->out && now >= c->deadline)
+			queue(s, c, NULL, 0, "no request line");
+		if (c->fd >= 0 && c->out && c->sent < c->len && now >= c->deadline)
+			drop(s, c);
 	}
 	return -EAGAIN;
 }
@@ -349,7 +385,7 @@ int control__answer(struct control_server *s, int id, const void *data,
 {
 	if (id < 0 || id >= CONTROL_CLIENTS || s->c[id].fd < 0 || !s->c[id].asked)
 		return -EINVAL;
-	return queue(&s->c[id], data, len, msg);
+	return queue(s, &s->c[id], data, len, msg);
 }
 
 static ssize_t read_some(int fd, char *buf, size_t len)

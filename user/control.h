@@ -34,19 +34,26 @@ struct control_request {
  * -EADDRINUSE). */
 int control__listen(const char *path, gid_t gid, char *err, size_t errlen);
 /*
- * The agent's side.  It never waits on a client: a client has
- * READ_TIMEOUT_MS for its line and then REPLY_TIMEOUT_MS to read its
- * answer, in a slot of its own; the agent's loop moves them all on.
+ * The agent's side.  It never waits on a client: a client has read_ms
+ * for its line, then reply_ms between the bytes of its answer it takes
+ * (CONTROL_REPLY_TOTAL_MS in all), in a slot of its own; the agent's
+ * loop moves them all on.  Answers held at once are bounded.
  */
 #define CONTROL_CLIENTS		16
+#define CONTROL_READ_MS		500
+#define CONTROL_REPLY_MS	5000
+#define CONTROL_REPLY_TOTAL_MS	60000
+#define CONTROL_QUEUED_MAX	(128u << 20)
 struct control_server;
 
 /* Serves the listening socket lfd (non-blocking; the caller closes it). */
-struct control_server *control__server(int lfd);
+struct control_server *control__server(int lfd, int read_ms, int reply_ms);
 void control__server_free(struct control_server *s);
 /* Accepts, reads and sends what can go now, without waiting.  A client
  * whose request is whole: its id, with the request in *req, to be
- * answered by control__answer; -EAGAIN when none. */
+ * answered by control__answer before the next call (else it is told
+ * "no answer"); -EAGAIN when none.  Slots are scanned from a turning
+ * start, so a caller taking a few requests a call starves none. */
 int control__next(struct control_server *s, struct control_request *req);
 /* Answer client id: data (len bytes, copied) after "ok LEN", or
  * "error msg" when data is NULL.  It is sent by this and later calls

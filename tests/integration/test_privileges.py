@@ -324,3 +324,43 @@ def check_socket_group(procs, workdir, sock):
                               "--socket-group", "no-such-group"], timeout=20)
     assert bad.returncode == 2 and bad.stderr.splitlines() == [
         "pysight: invalid value 'no-such-group' for --socket-group: no such group"], bad.stderr
+    # a setgid directory would give the socket its own group: refused
+    sgid = os.path.join(workdir, "sgid")
+    os.mkdir(sgid)
+    os.chown(sgid, 0, 1)
+    os.chmod(sgid, 0o2755)
+    there = os.path.join(sgid, "s.sock")
+    bad = run_pysight(procs, ["agent", "--output-dir", os.path.join(workdir, "o"),
+                              "--socket", there, "--socket-group", "nogroup"], timeout=20)
+    assert bad.returncode == 1 and bad.stderr.splitlines() == [
+        "pysight: %s was not made in group 65534 (a setgid directory?): not used" % there], \
+        bad.stderr
+    assert not os.path.exists(there)
+
+
+def test_a_burst_of_triggers_is_one_snapshot(procs, workdir):
+    """An application whose every request is slow triggers on each: the
+    same second's triggers for one process share a file, and no more
+    than four files are written in a second, however many ask."""
+    agent = Agent(procs, workdir, ["--output-dir", os.path.join(workdir, "o"),
+                                   "-r", 19]).wait_sampling()
+    same = [ask(agent.socket, "trigger pid=1 reason=slow\n") for _ in range(3)]
+    assert all(a.startswith(b"ok ") for a in same) and len(set(same)) == 1, same
+    many = [None] * 10
+
+    def one(i):
+        many[i] = ask(agent.socket, "trigger pid=%d reason=slow\n" % (i + 2))
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    oks = [a for a in many if a.startswith(b"ok ")]
+    refused = [a for a in many if a == b"error too many triggers this second: the next one is kept\n"]
+    # pid 1's file and three more in that second
+    assert len(oks) == 3 and len(refused) == 7 and len(set(oks)) == 3, many
+    assert len(os.listdir(agent.snapshot_dir)) == 4, os.listdir(agent.snapshot_dir)
+    time.sleep(1.1)
+    again = ask(agent.socket, "trigger pid=1 reason=slow\n")
+    assert again.startswith(b"ok ") and again != same[0], (again, same[0])
+    assert agent.stop() == 0, agent.stderr

@@ -583,6 +583,13 @@ static int connect_to(const char *path)
 	return fd;
 }
 
+static void set_timeout(int fd, int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 static long long ms_now(void)
 {
 	struct timespec ts;
@@ -611,7 +618,7 @@ static void test_control_server(void)
 	snprintf(path, sizeof(path), "%s/ctl.sock", tmpdir);
 	lfd = control__listen(path, (gid_t)-1, err, sizeof(err));
 	CHECK(lfd >= 0, "%s", err);
-	s = lfd >= 0 ? control__server(lfd) : NULL;
+	s = lfd >= 0 ? control__server(lfd, CONTROL_READ_MS, CONTROL_REPLY_MS) : NULL;
 	big = malloc(BIG);
 	got = malloc(BIG);
 	if (!s || !big || !got)
@@ -631,7 +638,7 @@ static void test_control_server(void)
 	while (id < 0 && ms_now() - t0 < 3000) {
 		t = ms_now();
 		id = control__next(s, &r);
-		slowest = t > 0 && ms_now() - t > slowest ? ms_now() - t : slowest;
+		slowest = ms_now() - t > slowest ? ms_now() - t : slowest;
 		if (id < 0)
 			usleep(5000);
 	}
@@ -660,13 +667,15 @@ static void test_control_server(void)
 	CHECK(!strcmp(head, "ok 4194304\n"), "head '%s'", head);
 	CHECK(have == BIG && !memcmp(got + 16, big + 16, BIG - 16) &&
 	      got[3] == (char)24 && got[15] == (char)108, "the answer, %zu bytes", have);
-	CHECK(slowest < 100, "a call waited %lld ms", slowest);
+	/* a wait on a client would be its 500 ms, or 5 s */
+	CHECK(slowest < 400, "a call waited %lld ms", slowest);
 	/* the silent clients were each told, and let go */
 	for (i = 0; i < 150; i++) {
 		control__next(s, &r);
 		usleep(10000);
 	}
 	for (i = nsilent = 0; i < CONTROL_CLIENTS + 1; i++) {
+		set_timeout(silent[i], 2);
 		n = (int)read(silent[i], head, sizeof(head) - 1);
 		head[n > 0 ? n : 0] = 0;
 		nsilent += !strcmp(head, "error no request line\n");
@@ -681,6 +690,77 @@ out:
 		close(lfd);
 	free(big);
 	free(got);
+}
+
+/* Until fd is closed by the other end, or 2 s: the bytes it sent. */
+static size_t drain(int fd, char *buf, size_t len)
+{
+	size_t have = 0;
+	ssize_t k;
+
+	set_timeout(fd, 2);
+	while (have < len && (k = read(fd, buf + have, len - have)) > 0)
+		have += (size_t)k;
+	return have;
+}
+
+/*
+ * The deadlines, short here: a client that closes its side before a
+ * whole line is answered at once; one handed out and not answered is
+ * told so; one that stops reading its answer is dropped, the rest of it
+ * not sent.
+ */
+static void test_control_deadlines(void)
+{
+	enum { BIG = 8 << 20 };
+	int lfd, half, unanswered, stalled, id, i;
+	struct control_server *s;
+	struct control_request r;
+	char path[128], err[256], buf[256], *big = NULL;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/ctl2.sock", tmpdir);
+	lfd = control__listen(path, (gid_t)-1, err, sizeof(err));
+	s = lfd >= 0 ? control__server(lfd, 200, 300) : NULL;
+	big = malloc(BIG);
+	CHECK(s && big, "%s", err);
+	if (!s || !big)
+		goto out;
+	memset(big, 'x', BIG);
+	half = connect_to(path);
+	CHECK(write(half, "snap", 4) == 4 && !shutdown(half, SHUT_WR), "half closed");
+	unanswered = connect_to(path);
+	CHECK(write(unanswered, "snapshot\n", 9) == 9, "unanswered");
+	stalled = connect_to(path);
+	CHECK(write(stalled, "snapshot\n", 9) == 9, "stalled");
+	for (i = 0; i < 20; i++) {
+		while ((id = control__next(s, &r)) >= 0)
+			if (id == 2)	/* stalled: its slot is the third */
+				control__answer(s, id, big, BIG, NULL);
+		usleep(10000);	/* 200 ms, not past the read deadline */
+	}
+	n = drain(half, buf, sizeof(buf) - 1);
+	buf[n] = 0;
+	CHECK(!strcmp(buf, "error no request line\n"), "half closed: '%s'", buf);
+	n = drain(unanswered, buf, sizeof(buf) - 1);
+	buf[n] = 0;
+	CHECK(!strcmp(buf, "error no answer\n"), "unanswered: '%s'", buf);
+	/* the stalled reader: 300 ms without taking a byte, then dropped */
+	for (i = 0; i < 50; i++) {
+		control__next(s, &r);
+		usleep(10000);
+	}
+	n = drain(stalled, big, BIG);
+	CHECK(n > 0 && n < BIG && !memcmp(big, "ok 8388608\n", 11),
+	      "stalled: %zu of %d bytes", n, BIG);
+	close(half);
+	close(unanswered);
+	close(stalled);
+out:
+	control__server_free(s);
+	if (lfd >= 0)
+		close(lfd);
+	free(big);
 }
 
 static void test_urls(void)
@@ -722,6 +802,7 @@ int main(void)
 	test_service_names();
 	test_control();
 	test_control_server();
+	test_control_deadlines();
 	test_urls();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
