@@ -609,8 +609,10 @@ static struct profile *window_now(struct agent *a,
 				  const struct history_filter *f,
 				  uint64_t *since, uint64_t *until)
 {
-	uint64_t now = clock__wall_ns(), span = (uint64_t)(a->o.window_s * 1e9);
+	uint64_t now, span = (uint64_t)(a->o.window_s * 1e9);
 
+	collector__drain(a->s.col);	/* the samples until now */
+	now = clock__wall_ns();
 	cut(a, now);
 	/* no further back than the agent's start: a window it never saw is
 	 * not in the profile's time range */
@@ -929,6 +931,10 @@ static void loop(struct agent *a)
 		 * next interval, up to a slice late */
 		if (export_due || rotate_due ||
 		    now - a->cut_ns >= (uint64_t)(SLICE_S * 1e9)) {
+			/* what was sampled until the cut, as top does */
+			if (collector__drain(a->s.col) < 0)
+				break;
+			now = clock__wall_ns();
 			cut(a, now);
 			maybe_rebase(a, now);
 		}
