@@ -49,8 +49,8 @@
 #define SLICE_S			1.0
 #define POLL_MS			50
 #define CONTROL_PER_PASS	4	/* requests served between polls */
-#define TRIGGER_EVERY_S		1.0	/* a second of triggers: */
-#define TRIGGERS_MAX		4	/* at most these files, one per pid */
+#define TRIGGER_EVERY_S		1.0	/* a second of triggers ... */
+#define TRIGGERS_MAX		4	/* ... writes at most these files */
 #define DRAIN_S			5.0
 /* a rebase no more often than this, and not before this many objects
  * are interned (PYSIGHT_REBASE_S, for the tests: this often, from any
@@ -99,7 +99,7 @@ struct agent {
 	struct metrics *m;
 	int ctl;
 	struct control_server *srv;
-	char trigger_path[PATH_MAX];	/* the last trigger's snapshot */
+	char trigger_path[PATH_MAX];	/* this second's last trigger's snapshot */
 	pid_t trigger_pid;
 	double trigger_s;		/* when this second of triggers began */
 	int triggers;			/* files written for them in it */
@@ -208,16 +208,9 @@ static const char *header_of(const char *opt, const char *arg)
 static gid_t group_arg(const char *opt, const char *arg)
 {
 	struct group *g = getgrnam(arg);
-	char *end;
-	long v;
 
-	if (g)
-		return g->gr_gid;
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (!*arg || *end || errno || v < 0 || v >= (long)(gid_t)-1)
-		bad_value(opt, arg, "no such group");
-	return (gid_t)v;
+	return g ? g->gr_gid : (gid_t)parse_long(opt, arg, 0,
+						 (long)(gid_t)-1 - 1, "no such group");
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -671,6 +664,38 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	profile__free(q);
 }
 
+/*
+ * An application's "this was slow", answered with the snapshot's path.
+ * A burst of slow requests is one bad moment: in a second, one pid's
+ * triggers share a file, and at most TRIGGERS_MAX files are written.
+ */
+static void trigger(struct agent *a, int id, const struct control_request *r)
+{
+	double now = clock__now_s();
+
+	if (now - a->trigger_s >= TRIGGER_EVERY_S) {
+		a->trigger_s = now;
+		a->triggers = 0;
+		a->trigger_path[0] = 0;
+	}
+	if (!a->trigger_path[0] || r->pid != a->trigger_pid) {
+		if (a->triggers >= TRIGGERS_MAX) {
+			control__answer(a->srv, id, NULL, 0, "too many triggers "
+					"this second: the next one is kept");
+			return;
+		}
+		snapshot_to_disk(a, r->pid, r->reason[0] ? r->reason : "trigger",
+				 a->trigger_path, sizeof(a->trigger_path));
+		a->trigger_pid = r->pid;
+		a->triggers++;
+	}
+	if (a->trigger_path[0])
+		control__answer(a->srv, id, a->trigger_path,
+				strlen(a->trigger_path), NULL);
+	else
+		control__answer(a->srv, id, NULL, 0, "failed to write the snapshot");
+}
+
 static void serve_control(struct agent *a)
 {
 	struct control_request r;
@@ -679,7 +704,6 @@ static void serve_control(struct agent *a)
 	struct profile *q;
 	char *buf = NULL;
 	int id, ret, n;
-	double now;
 	size_t len;
 
 	if (!a->srv)
@@ -687,30 +711,7 @@ static void serve_control(struct agent *a)
 	/* a few a pass: a crowd of requests slows answers, not sampling */
 	for (n = 0; n < CONTROL_PER_PASS && (id = control__next(a->srv, &r)) >= 0; n++) {
 		if (r.trigger) {
-			/* a burst of slow requests is one bad moment: one file */
-			now = clock__now_s();
-			if (now - a->trigger_s >= TRIGGER_EVERY_S) {
-				a->trigger_s = now;
-				a->triggers = 0;
-			} else if (a->trigger_path[0] && r.pid == a->trigger_pid) {
-				/* the same file answers it */
-			} else if (a->triggers >= TRIGGERS_MAX) {
-				control__answer(a->srv, id, NULL, 0, "too many triggers "
-						"this second: the next one is kept");
-				continue;
-			}
-			if (!a->triggers || !a->trigger_path[0] || r.pid != a->trigger_pid) {
-				snapshot_to_disk(a, r.pid, r.reason[0] ? r.reason : "trigger",
-						 a->trigger_path, sizeof(a->trigger_path));
-				a->trigger_pid = r.pid;
-				a->triggers++;
-			}
-			if (a->trigger_path[0])
-				control__answer(a->srv, id, a->trigger_path,
-						strlen(a->trigger_path), NULL);
-			else
-				control__answer(a->srv, id, NULL, 0,
-						"failed to write the snapshot");
+			trigger(a, id, &r);
 			continue;
 		}
 		w = writer__find(r.format[0] ? r.format : "pprof");

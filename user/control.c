@@ -15,7 +15,6 @@
 #include "control.h"
 #include "fdio.h"
 
-
 static int addr_of(const char *path, struct sockaddr_un *a)
 {
 	memset(a, 0, sizeof(*a));
