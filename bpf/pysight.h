@@ -110,7 +110,9 @@ struct py_offsets {
 	 * most PYSIGHT_FRAME_WINDOW.  A frame can end a stack chunk, so more
 	 * can run into an unmapped page. */
 	__u16 frame_read_len;
-	__u16 pad[1];
+	/* PyInterpreterState's sys.modules dict (user space only: thread
+	 * names are read from the threading module) */
+	__u16 interp_modules;
 };
 
 enum py_proc_state {

@@ -86,6 +86,7 @@ struct debug_vals {
 	__u64 interp_ceval_gil, interp_gil_state;
 	__u64 interp_gil_locked, interp_gil_holder;
 	__u64 gil_size;
+	__u64 interp_modules;
 };
 
 /* A first-failure reason, so the caller can print one line. */
@@ -193,6 +194,7 @@ static void read_vals(const unsigned char *p,
 	RD(interp_gil_state);
 	RD(interp_gil_locked);
 	RD(interp_gil_holder);
+	RD(interp_modules);
 #undef RD
 	d->gil_size = l->gil_size;
 	/* Older layouts lack it: the items follow the PyVarObject, whose
@@ -283,6 +285,8 @@ static void check_threads(struct verdict *v, const struct debug_vals *d)
 		   BIG_STRUCT_MAX);
 	check_field(v, "interp next", d->interp_next, 8, d->interp_size);
 	check_field(v, "threads.head", d->interp_threads_head, 8,
+		    d->interp_size);
+	check_field(v, "imports.modules", d->interp_modules, 8,
 		    d->interp_size);
 	if (d->interp_next == d->interp_threads_head)
 		fail(v, "interp next == threads.head");
@@ -414,6 +418,7 @@ static void fill(struct py_offsets *o, __u64 version,
 	o->unicode_compact_data = d->unicode_compact_size;
 	o->runtime_gil = PY_OFF_NONE;
 	o->interp_gil_ptr = d->interp_ceval_gil;
+	o->interp_modules = d->interp_modules;
 	o->gil_size = d->gil_size;
 	o->gil_locked = d->interp_gil_locked - d->interp_gil_state;
 	o->gil_last_holder = d->interp_gil_holder - d->interp_gil_state;

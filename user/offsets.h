@@ -85,6 +85,7 @@ struct offsets_debug_layout {
 	__u16 unicode_ascii_size;
 	__u16 unicode_compact_size;
 	__u16 interp_ceval_gil;
+	__u16 interp_modules;
 	__u16 interp_gil_state;
 	__u16 interp_gil_locked;
 	__u16 interp_gil_holder;

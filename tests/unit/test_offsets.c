@@ -117,7 +117,7 @@ static void put64(unsigned char *p, size_t pos, __u64 v)
 	X(bytes_size) X(bytes_ob_size) X(bytes_ob_sval) X(unicode_size)	\
 	X(unicode_state) X(unicode_length) X(unicode_ascii_size)	\
 	X(interp_ceval_gil) X(interp_gil_state) X(interp_gil_locked)	\
-	X(interp_gil_holder)
+	X(interp_gil_holder) X(interp_modules)
 
 /* ---- 3.8-3.12 table ---- */
 
@@ -173,6 +173,10 @@ static void check_table_entry(int minor, const struct py_offsets *o)
 	      minor, o->f);
 	U16_FIELDS(SMALL)
 #undef SMALL
+	/* sys.modules sits past the interpreter's first 512 bytes */
+	CHECK(o->interp_modules >= 8 && o->interp_modules < 16384 &&
+	      o->interp_modules % 8 == 0, "3.%d interp_modules = %u", minor,
+	      o->interp_modules);
 
 	/* Cross-checked by hand against the headers. */
 	CHECK(o->unicode_ascii_data == (minor <= 11 ? 48 : 40),
@@ -264,6 +268,7 @@ static void test_fixture(const struct fixture *f)
 	CHECK(o.fld == h->fld, "%s " #fld " parsed %u, headers %u",	\
 	      f->file, o.fld, h->fld);
 	U16_FIELDS(SAME)
+	SAME(interp_modules)
 	check_frame_read_len(f->file, &o);
 	SAME(code_nlocals)	/* absent from 3.11: co_localspluskinds says */
 #undef SAME
@@ -410,6 +415,7 @@ static const char *unsafe(const struct py_offsets *o, int minor)
 	if (&o->fld != &o->cframe_current_frame && o->fld == PY_OFF_NONE) \
 		return #fld " absent";
 	U16_FIELDS(PRESENT)
+	PRESENT(interp_modules)
 #undef PRESENT
 	if (o->unicode_ascii_data < 32 || o->unicode_ascii_data > 64 ||
 	    o->unicode_compact_data <= o->unicode_ascii_data)
