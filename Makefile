@@ -50,7 +50,8 @@ LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
 	    user/filename.c user/flatten.c \
 	    user/htab.c user/ksyms.c user/labels.c \
 	    user/linetable.c user/offsets.c user/offsets_table.c \
-	    user/privs.c user/process.c user/profile.c user/pylocals.c \
+	    user/privs.c user/process.c user/profile.c user/pylocals.c user/pyobj.c \
+	    user/threadnames.c \
 	    user/read_folded.c user/read_pprof.c user/read_speedscope.c user/reader.c \
 	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
 	    user/tally.c user/topview.c \

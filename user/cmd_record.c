@@ -248,11 +248,11 @@ static void summary(struct record *r, double secs)
 		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
 			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
 			" (%" PRIu64 " sent, %" PRIu64 " named from it), stale "
-			"symbols %" PRIu64 "\n",
+			"symbols %" PRIu64 ", thread-name reads %" PRIu64 "\n",
 			st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
 			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
 			st.counters[CNT_CODE_SENT], st.codes_named,
-			st.stale_symbols);
+			st.stale_symbols, st.name_reads);
 	if (r->s.o.verbose)
 		session__print_held(&st);
 	if (r->s.o.mode != MODE_CPU) {

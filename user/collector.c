@@ -23,6 +23,7 @@
 #include "sampler.h"
 #include "stackread.h"
 #include "symbols.h"
+#include "threadnames.h"
 
 /* A named stack of one process, by the hash BPF gave it: 16 bytes in a
  * flat table, which grows with the number of stacks. */
@@ -45,8 +46,20 @@ struct provisional {
 
 struct thread_ref {
 	pid_t tid;
+	pid_t ns_tid;		/* in the process's pid namespace, 0: gone */
+	bool python;		/* named by Python, not by its comm */
 	const struct pthread *thread;
 	UT_hash_handle hh;
+};
+
+/* Python's names of a process's threads, read again at most each wait. */
+struct pynames {
+	struct threadname *v;
+	int n;
+	bool never;		/* the interpreter's objects cannot be read */
+	uint64_t active;	/* threading._active in the process */
+	uint64_t next;		/* ns: no reading before */
+	unsigned int wait;	/* s: doubles while a thread is not found */
 };
 
 /* What the collector keeps per process; dropped at exit and exec. */
@@ -55,6 +68,7 @@ struct cproc {
 	struct ref_table refs;
 	struct provisional *provisional;
 	struct thread_ref *threads;
+	struct pynames names;
 	UT_hash_handle hh;
 };
 
@@ -108,6 +122,7 @@ struct collector {
 	struct with_kernel *kstacks;
 	struct ksyms *ksyms;		/* loaded at the first kernel stack */
 	uint64_t unknown_stacks, unknown_frames, forgotten_stacks;
+	uint64_t name_reads;
 	uint64_t closed_intervals;	/* read from user space at the end */
 	uint64_t codes_named;		/* from EV_CODE */
 	struct deferred *deferred;
@@ -191,6 +206,7 @@ static void cproc_free(struct cproc *cp)
 	free(cp->refs.slots);
 	HASH_FREE_ALL(cp->provisional);
 	HASH_FREE_ALL(cp->threads);
+	free(cp->names.v);
 	free(cp);
 }
 
@@ -685,28 +701,113 @@ static int add_stack(struct collector *c, struct cproc *cp,
 	return set_provisional(cp, ev->stack_hash, stack);
 }
 
-/* The thread keeps the name it was first seen with. */
+#define NAMES_WAIT_MAX	64	/* s between readings of a process's names */
+
+static const char *known_name(const struct pynames *pn, pid_t ns_tid)
+{
+	int i;
+
+	for (i = 0; i < pn->n; i++)
+		if (pn->v[i].ns_tid == ns_tid)
+			return pn->v[i].name;
+	return NULL;
+}
+
+/*
+ * The name Python gives the thread (threading.Thread.name), or NULL when
+ * the process is not sampled live, has no such thread (not started by
+ * threading, or not yet in its table) or cannot be read.  A miss reads
+ * the process's table again, at most once a second, and less often
+ * while misses go on.
+ */
+static const char *python_name(struct collector *c, struct cproc *cp,
+			       const struct pyproc *pp, pid_t ns_tid)
+{
+	struct pynames *pn = &cp->names;
+	struct threadname *v;
+	const char *name;
+	uint64_t now;
+	int n;
+
+	if (!c->sampler || pn->never || !ns_tid)
+		return NULL;
+	name = known_name(pn, ns_tid);
+	now = clock__now_ns();
+	if (name || now < pn->next)
+		return name;
+	v = malloc(THREADNAMES_MAX * sizeof(*v));
+	if (!v)
+		return NULL;
+	n = threadnames__read(pp->pid, &pp->proc, &pn->active, v,
+			      THREADNAMES_MAX);
+	c->name_reads++;
+	if (n == -ENOTSUP)
+		pn->never = true;
+	if (n >= 0) {
+		free(pn->v);
+		pn->v = realloc(v, (n ? n : 1) * sizeof(*v));
+		pn->v = pn->v ? pn->v : v;
+		pn->n = n;
+	} else {
+		free(v);
+	}
+	name = known_name(pn, ns_tid);
+	if (name || !pn->wait)
+		pn->wait = 1;
+	else if (pn->wait < NAMES_WAIT_MAX)
+		pn->wait *= 2;
+	pn->next = now + pn->wait * 1000000000ULL;
+	return name;
+}
+
+/*
+ * The thread of a sample or record.  It is named as Python names it when
+ * it can be, else by its comm; a thread named by Python keeps that name,
+ * one named by its comm is looked up again now and then (its Thread may
+ * not have been in threading's table yet), and renamed when found, with
+ * what was sampled of it meanwhile.  ns_tid: its tid in its own
+ * pid namespace, 0 when the caller does not know it.
+ */
 static const struct pthread *thread_of(struct collector *c, struct cproc *cp,
 				       const struct pyproc *pp, pid_t tid,
-				       const char *comm)
+				       pid_t ns_tid, const char *comm)
 {
 	struct thread_ref *t;
+	const struct pthread *th;
+	const char *name;
 
 	HASH_FIND_INT(cp->threads, &tid, t);
-	if (t)
+	if (t && t->python)
 		return t->thread;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->tid = tid;
-	t->thread = profile__thread(c->prof, pp->pid, pp->ns_pid, tid,
-				    pp->comm, comm);
-	if (!t->thread) {
-		free(t);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		t->tid = tid;
+		t->ns_tid = ns_tid ? ns_tid : !pp->ns_pid ? tid :
+			threadnames__ns_tid(pp->pid, tid);
+		HASH_ADD_INT(cp->threads, tid, t);
+	}
+	name = python_name(c, cp, pp, t->ns_tid);
+	if (t->thread && !name)
+		return t->thread;
+	/* what was sampled under its comm goes under its name */
+	if (t->thread && !profile__rename_thread(c->prof, t->thread, name)) {
+		t->python = true;
+		return t->thread;
+	}
+	th = profile__thread(c->prof, pp->pid, pp->ns_pid, tid, pp->comm,
+			     name ? name : comm);
+	if (!th) {
+		if (!t->thread) {
+			HASH_DEL(cp->threads, t);
+			free(t);
+		}
 		return NULL;
 	}
-	HASH_ADD_INT(cp->threads, tid, t);
-	return t->thread;
+	t->thread = th;
+	t->python = name != NULL;
+	return th;
 }
 
 static uint64_t weight_of(const struct collector *c, uint64_t ns);
@@ -853,7 +954,7 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
-	t = thread_of(c, cp, pp, ev->hdr.tid, comm);
+	t = thread_of(c, cp, pp, ev->hdr.tid, 0, comm);
 	cg = cgroup_of(c, ev->cgroup_id, ev->hdr.pid);
 	if (!t || !cg)
 		return -ENOMEM;
@@ -940,6 +1041,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->stale_symbols = symcache__stale(c->syms);
 	st->codes_named = c->codes_named;
 	st->forgotten_stacks = c->forgotten_stacks;
+	st->name_reads = c->name_reads;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	sampler__map_sizes(c->sampler, &st->maps);
@@ -1031,7 +1133,7 @@ static int close_interval(void *ctx, const struct thread_record *r)
 	stack = name_frames(c, pp, cl->sr->status, cl->sr->frames, cl->sr->n);
 	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
 	comm[PYSIGHT_COMM_LEN] = 0;
-	t = thread_of(c, cp, pp, r->tid, comm);
+	t = thread_of(c, cp, pp, r->tid, r->ns_tid, comm);
 	cg = cgroup_of(c, r->cgroup_id, r->tgid);
 	if (!stack || !t || !cg)
 		return -ENOMEM;

@@ -38,6 +38,7 @@ struct collector_stats {
 	uint64_t stale_symbols;		/* code objects freed before naming */
 	uint64_t codes_named;		/* of those, named from their dealloc */
 	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
+	uint64_t name_reads;		/* readings of Python's thread names */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* how much is held, for -v and the tests that look for leaks */

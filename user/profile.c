@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -267,6 +268,27 @@ const struct pthread *profile__thread(struct profile *p, pid_t pid,
 	e->t.id = p->nthreads++;
 	HASH_ADD(hh, p->threads, key, sizeof(key), e);
 	return &e->t;
+}
+
+int profile__rename_thread(struct profile *p, const struct pthread *t,
+			   const char *name)
+{
+	struct thread_entry *e, *other;
+	struct thread_key key;
+
+	e = (struct thread_entry *)((char *)t - offsetof(struct thread_entry, t));
+	key = e->key;
+	key.name = intern(p, name);
+	if (!key.name)
+		return -ENOMEM;
+	HASH_FIND(hh, p->threads, &key, sizeof(key), other);
+	if (other)
+		return other == e ? 0 : -EEXIST;
+	HASH_DEL(p->threads, e);
+	e->key = key;
+	e->t.name = key.name;
+	HASH_ADD(hh, p->threads, key, sizeof(key), e);
+	return 0;
 }
 
 const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,

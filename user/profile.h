@@ -128,6 +128,12 @@ const struct pstack *profile__stack(struct profile *p,
 const struct pthread *profile__thread(struct profile *p, pid_t pid,
 				      pid_t ns_pid, pid_t tid,
 				      const char *process, const char *name);
+/*
+ * Give t, a thread of p, another name: its samples so far go with it.
+ * -EEXIST when p has that thread under that name already, -ENOMEM.
+ */
+int profile__rename_thread(struct profile *p, const struct pthread *t,
+			   const char *name);
 /* A cgroup, by what is known of it: any field may be 0 or NULL. */
 const struct pcgroup *profile__cgroup(struct profile *p, uint64_t id,
 				      const char *path, const char *container,

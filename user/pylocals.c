@@ -22,12 +22,10 @@
 #include <string.h>
 
 #include "pylocals.h"
+#include "pyobj.h"
 #include "symbols.h"
 
-#define OB_TYPE		8
 #define OB_SIZE		16
-#define TP_NAME		24
-#define LONG_DIGITS	24
 #define FLOAT_VALUE	16
 #define DICT_USED	16
 #define CO_FAST_LOCAL	0x20	/* co_localspluskinds: a local variable */
@@ -39,60 +37,16 @@ static int rd64(pid_t pid, uint64_t addr, uint64_t *out)
 	return symbols__read_mem(pid, addr, out, sizeof(*out));
 }
 
-/* tp_name of the object's type: printable ASCII, else false. */
-static bool type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
-{
-	uint64_t type, name;
-	size_t i;
-
-	if (rd64(pid, obj + OB_TYPE, &type) || rd64(pid, type + TP_NAME, &name))
-		return false;
-	memset(buf, 0, len);
-	/* the name may end near the end of a mapping: shorter reads too */
-	while (len > 8 && symbols__read_mem(pid, name, buf, len - 1))
-		len /= 2;
-	buf[len - 1] = 0;
-	for (i = 0; buf[i]; i++)
-		if (buf[i] < 0x20 || buf[i] > 0x7e)
-			return false;
-	return i > 0;
-}
-
 /* An int of up to 64 bits, as text; false when larger or unreadable. */
 static bool int_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		     char *out, size_t len)
 {
-	uint64_t word, mag = 0;
-	uint32_t digits[3];
-	int64_t size;
+	uint64_t mag;
 	bool neg;
-	int n, i;
 
-	if (rd64(pid, obj + OB_SIZE, &word))
+	if (pyobj__int(pid, proc, obj, &mag, &neg))
 		return false;
-	if (proc->off.version_hex >= 0x030c0000) {
-		n = (int)(word >> 3);
-		neg = (word & 3) == 2;
-		if ((word & 3) == 1)
-			n = 0;
-	} else {
-		size = (int64_t)word;
-		neg = size < 0;
-		/* INT64_MIN, which a target may write, has no negation */
-		n = size < -3 || size > 3 ? -1 : (int)(neg ? -size : size);
-	}
-	if (n < 0 || n > 3 ||
-	    (n && symbols__read_mem(pid, obj + LONG_DIGITS, digits, n * 4)))
-		return false;
-	for (i = n - 1; i >= 0; i--) {
-		if (digits[i] >> 30 || (i == 2 && digits[i] > 0xf))
-			return false;
-		mag = mag << 30 | digits[i];
-	}
-	if (neg)
-		snprintf(out, len, "-%" PRIu64, mag);
-	else
-		snprintf(out, len, "%" PRIu64, mag);
+	snprintf(out, len, "%s%" PRIu64, neg ? "-" : "", mag);
 	return true;
 }
 
@@ -128,7 +82,7 @@ static void value_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 	double d;
 	char *s;
 
-	if (!type_name(pid, obj, type, sizeof(type))) {
+	if (!pyobj__type_name(pid, obj, type, sizeof(type))) {
 		snprintf(out, len, "<unreadable at 0x%" PRIx64 ">", obj);
 		return;
 	}

@@ -2,7 +2,9 @@
 import os
 import re
 
-from conftest import Profile, assert_recorded, pct, python_frames, run_pysight
+import pytest
+
+from conftest import Profile, assert_recorded, fmt_frame, pct, python_frames, run_pysight
 
 RATE = 200
 
@@ -159,3 +161,22 @@ def test_same_name_other_lines(interp, procs, staging, workdir):
         assert abs(got - want) <= 7.0, (
             "%s: fn on line %d (variant %s) has %.1f%% of the samples, thread_time says "
             "%.1f%%; lines seen %s" % (interp.id, line, variant, got, want, by_line))
+
+
+@pytest.mark.all_interpreters
+def test_python_thread_names(interp, procs, staging, workdir):
+    """Threads carry the names Python gives them, as py-spy shows them: up
+    to 3.13 the kernel calls every one "python3", and from 3.14 it keeps
+    15 bytes of the name.  A long name, a non-ASCII one, a pool's and the
+    main thread's, each on every sample of its thread."""
+    prof, truth = record(procs, staging, workdir, interp, "thread_names.py", 3, ["--threads"])
+    want = truth["threads"]
+    assert want["in_pool"][1] == "pool_0" and want["in_main"][1] == "MainThread", want
+    for fn, (tid, name) in sorted(want.items()):
+        stacks = prof.containing(fn, "thread_names.py")
+        # four threads share one GIL: a quarter of a CPU each
+        assert stacks.total >= 0.5 * 3 * RATE / 4, "%s: %d samples of %s" % (
+            interp.id, stacks.total, fn)
+        roots = {fmt_frame(frames[0]) for frames, _ in stacks.stacks}
+        assert roots == {"thread %d (%s)" % (tid, name)}, "%s: %s sampled under %s" % (
+            interp.id, fn, sorted(roots))
