@@ -87,6 +87,18 @@ static void cut_deleted(char *path)
 		path[n - d] = 0;
 }
 
+pid_t process__nspid(const char *line)
+{
+	const char *last;
+	int v;
+
+	if (strncmp(line, "NSpid:", 6))
+		return 0;
+	last = strrchr(line, '\t');
+	v = last ? atoi(last + 1) : 0;
+	return v > 0 ? v : 0;
+}
+
 int process__parse_mapping(char *line, struct mapping *m)
 {
 	char *file;

@@ -74,6 +74,10 @@ struct mapping {
 /* 0, or -EINVAL when line (which it cuts at its newline) maps no file. */
 int process__parse_mapping(char *line, struct mapping *m);
 
+/* The id in the innermost pid namespace that a /proc status "NSpid:"
+ * line gives (a task's ids are listed outermost first); 0 when none. */
+pid_t process__nspid(const char *line);
+
 /* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
 __u64 process__kernel_dev(dev_t dev);
 /* A file's identity as BPF computes it from the inode. */

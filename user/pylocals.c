@@ -31,12 +31,6 @@
 #define CO_FAST_LOCAL	0x20	/* co_localspluskinds: a local variable */
 #define MAX_NAMES	512	/* locals a code object may declare */
 
-static int rd64(pid_t pid, uint64_t addr, uint64_t *out)
-{
-	*out = 0;
-	return symbols__read_mem(pid, addr, out, sizeof(*out));
-}
-
 /* An int of up to 64 bits, as text; false when larger or unreadable. */
 static bool int_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		     char *out, size_t len)
@@ -104,10 +98,12 @@ static void value_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		quoted("b", bytes, blen, false, out, len);
 		free(bytes);
 	} else if ((!strcmp(type, "list") || !strcmp(type, "tuple")) &&
-		   !rd64(pid, obj + OB_SIZE, &size) && size < (1ULL << 40)) {
+		   !pyobj__read64(pid, obj + OB_SIZE, &size) &&
+		   size < (1ULL << 40)) {
 		snprintf(out, len, "<%s of %" PRIu64 ">", type, size);
 	} else if (!strcmp(type, "dict") &&
-		   !rd64(pid, obj + DICT_USED, &size) && size < (1ULL << 40)) {
+		   !pyobj__read64(pid, obj + DICT_USED, &size) &&
+		   size < (1ULL << 40)) {
 		snprintf(out, len, "<dict of %" PRIu64 ">", size);
 	} else {
 		snprintf(out, len, "<%s at 0x%" PRIx64 ">", type, obj);
@@ -135,7 +131,7 @@ static int local_slots(pid_t pid, const struct py_proc *proc, uint64_t code,
 	}
 	(void)names;
 	if (off->code_localskinds == PY_OFF_NONE ||
-	    rd64(pid, code + off->code_localskinds, &k) ||
+	    pyobj__read64(pid, code + off->code_localskinds, &k) ||
 	    symbols__read_bytes(pid, proc, k, &kinds, &klen))
 		return -EFAULT;
 	for (i = 0; i < n; i++)
@@ -157,8 +153,8 @@ int pylocals__read(pid_t pid, const struct py_proc *proc, uint64_t frame,
 	    off->code_varnames == PY_OFF_NONE || !off->tuple_items ||
 	    off->tuple_items == PY_OFF_NONE)
 		return -ENOTSUP;
-	if (rd64(pid, code + off->code_varnames, &names) ||
-	    rd64(pid, names + OB_SIZE, &n))
+	if (pyobj__read64(pid, code + off->code_varnames, &names) ||
+	    pyobj__read64(pid, names + OB_SIZE, &n))
 		return -EFAULT;
 	if (n > MAX_NAMES)
 		n = MAX_NAMES;
@@ -166,9 +162,10 @@ int pylocals__read(pid_t pid, const struct py_proc *proc, uint64_t frame,
 		return -EFAULT;
 	for (i = 0; i < (int)n && got < max; i++) {
 		if (!is_local[i] ||
-		    rd64(pid, names + off->tuple_items + 8 * (uint64_t)i, &name) ||
-		    rd64(pid, frame + off->frame_localsplus + 8 * (uint64_t)i,
-			 &value))
+		    pyobj__read64(pid, names + off->tuple_items +
+				  8 * (uint64_t)i, &name) ||
+		    pyobj__read64(pid, frame + off->frame_localsplus +
+				  8 * (uint64_t)i, &value))
 			continue;
 		value &= off->code_tag_mask;	/* 3.14+: tagged references */
 		if (!value)

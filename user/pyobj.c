@@ -97,7 +97,7 @@ bool pyobj__supported(const struct py_proc *proc)
 	       proc->off.unicode_ascii_data != PY_OFF_NONE;
 }
 
-static int rd64(pid_t pid, uint64_t addr, uint64_t *out)
+int pyobj__read64(pid_t pid, uint64_t addr, uint64_t *out)
 {
 	*out = 0;
 	if (addr >= USER_END)
@@ -116,7 +116,7 @@ static uint64_t get64(const uint8_t *buf, size_t pos)
 /* The first TYPE_HEAD bytes of the object's type. */
 static int read_type(pid_t pid, uint64_t obj, uint64_t *type, uint8_t *head)
 {
-	if (rd64(pid, obj + OB_TYPE, type) || *type >= USER_END)
+	if (pyobj__read64(pid, obj + OB_TYPE, type) || *type >= USER_END)
 		return -EFAULT;
 	return symbols__read_mem(pid, *type, head, TYPE_HEAD) ? -EFAULT : 0;
 }
@@ -126,7 +126,8 @@ bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
 	uint64_t type, name;
 	size_t i;
 
-	if (rd64(pid, obj + OB_TYPE, &type) || rd64(pid, type + TP_NAME, &name))
+	if (pyobj__read64(pid, obj + OB_TYPE, &type) ||
+	    pyobj__read64(pid, type + TP_NAME, &name))
 		return false;
 	memset(buf, 0, len);
 	/* the name may end near the end of a mapping: shorter reads too */
@@ -139,7 +140,8 @@ bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
 	return i > 0;
 }
 
-bool pyobj__str_is(pid_t pid, const struct py_proc *proc, uint64_t obj,
+/* Is the object at obj a str equal to s? (ASCII s, checked in one read) */
+static bool str_is(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		   const char *s)
 {
 	const struct py_offsets *off = &proc->off;
@@ -171,7 +173,7 @@ int pyobj__int(pid_t pid, const struct py_proc *proc, uint64_t obj,
 	*neg = false;
 	if (read_type(pid, obj, &type, head) ||
 	    !(get64(head, TP_FLAGS) & F_LONG_SUBCLASS) ||
-	    rd64(pid, obj + OB_SIZE, &word))
+	    pyobj__read64(pid, obj + OB_SIZE, &word))
 		return -EFAULT;
 	if (proc->off.version_hex >= 0x030c0000) {
 		/* lv_tag: digits << 3, then 0 positive, 1 zero, 2 negative */
@@ -317,7 +319,7 @@ static int match(uint64_t key, uint64_t value, void *ctx)
 {
 	struct find *f = ctx;
 
-	if (!pyobj__str_is(f->pid, f->proc, key, f->key))
+	if (!str_is(f->pid, f->proc, key, f->key))
 		return 0;
 	f->value = value;
 	return 1;
@@ -333,7 +335,8 @@ static int find_in(pid_t pid, const struct py_proc *proc,
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
-int pyobj__dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
+/* The value under the str key: 0, -ENOENT when absent, or -errno. */
+static int dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
 		    const char *key, uint64_t *value)
 {
 	struct entries e;
@@ -351,7 +354,7 @@ static int values_get(pid_t pid, const struct py_proc *proc,
 	struct entries e;
 	uint64_t keys;
 
-	if (rd64(pid, type + l->cached_keys, &keys) ||
+	if (pyobj__read64(pid, type + l->cached_keys, &keys) ||
 	    entries_of(pid, l, keys, &e))
 		return -EFAULT;
 	e.values = values + l->values_array;
@@ -377,28 +380,27 @@ int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		dictoffset = (int64_t)get64(head, TP_DICTOFFSET);
 		/* a negative offset counts from a variable-size object's end */
 		if (dictoffset <= 0 || dictoffset > (1 << 20) ||
-		    rd64(pid, obj + dictoffset, &dict) || !dict)
+		    pyobj__read64(pid, obj + dictoffset, &dict) || !dict)
 			return -ENOENT;
-		return pyobj__dict_get(pid, proc, dict, name, value);
+		return dict_get(pid, proc, dict, name, value);
 	}
-	if (rd64(pid, obj - 24, &word))
+	if (pyobj__read64(pid, obj - 24, &word))
 		return -EFAULT;
 	switch (l->managed) {
 	case MANAGED_311:
 		if (word)
-			return pyobj__dict_get(pid, proc, word, name, value);
-		if (rd64(pid, obj - 32, &word) || !word)
+			return dict_get(pid, proc, word, name, value);
+		if (pyobj__read64(pid, obj - 32, &word) || !word)
 			return -ENOENT;
 		return values_get(pid, proc, l, type, word, name, value);
 	case MANAGED_312:
 		if (word & 1)
 			return values_get(pid, proc, l, type, word + 1, name,
 					  value);
-		return word ? pyobj__dict_get(pid, proc, word, name, value) :
-			      -ENOENT;
+		return word ? dict_get(pid, proc, word, name, value) : -ENOENT;
 	default:
 		if (word)
-			return pyobj__dict_get(pid, proc, word, name, value);
+			return dict_get(pid, proc, word, name, value);
 		if (!(flags & F_INLINE_VALUES))
 			return -ENOENT;
 		word = obj + get64(head, TP_BASICSIZE);
@@ -424,23 +426,25 @@ int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 	    !off->interp_modules)
 		return -ENOTSUP;
 	/* interpreters are pushed on the list: the main one is the last */
-	if (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
-		 &interp) || !interp)
+	if (pyobj__read64(pid, proc->runtime_addr +
+			  off->runtime_interpreters_head, &interp) || !interp)
 		return -EFAULT;
 	for (i = 0; i < MAX_INTERPS; i++) {
-		if (rd64(pid, interp + off->interp_next, &next))
+		if (pyobj__read64(pid, interp + off->interp_next, &next))
 			return -EFAULT;
 		if (!next)
 			break;
 		interp = next;
 	}
-	if (rd64(pid, interp + off->interp_modules, &modules) || !modules)
+	if (pyobj__read64(pid, interp + off->interp_modules, &modules) ||
+	    !modules)
 		return -ENOENT;
-	err = pyobj__dict_get(pid, proc, modules, module, &mod);
+	err = dict_get(pid, proc, modules, module, &mod);
 	if (err)
 		return err;
 	if (!pyobj__type_name(pid, mod, type, sizeof(type)) ||
-	    strcmp(type, "module") || rd64(pid, mod + MODULE_DICT, &dict))
+	    strcmp(type, "module") ||
+	    pyobj__read64(pid, mod + MODULE_DICT, &dict))
 		return -EFAULT;
-	return pyobj__dict_get(pid, proc, dict, name, value);
+	return dict_get(pid, proc, dict, name, value);
 }

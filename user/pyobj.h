@@ -14,39 +14,34 @@
 #include <linux/types.h>
 #include "pysight.h"
 
+/* The 8 bytes at addr: 0, or -errno with *out 0. */
+int pyobj__read64(pid_t pid, uint64_t addr, uint64_t *out);
+
 /* Does pysight know how this interpreter lays out dicts and instances? */
 bool pyobj__supported(const struct py_proc *proc);
 
 /*
- * The value stored under the str key in the dict at dict.  0 with *value
- * set, -ENOENT when the key is absent, -EFAULT when the dict cannot be
- * read or does not look like one, -ENOTSUP for an unknown layout.
- */
-int pyobj__dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
-		    const char *key, uint64_t *value);
-
-/*
  * Calls fn for each entry of the dict at dict, in insertion order, until
  * it returns non-zero or max entries have been seen.  Returns what fn
- * returned last (0 when it never stopped), or -errno as pyobj__dict_get.
+ * returned last (0 when it never stopped), or -errno: -EFAULT when the
+ * dict cannot be read or does not look like one, -ENOTSUP for an
+ * interpreter whose layout pysight does not know.
  */
 typedef int (*pyobj_item_fn)(uint64_t key, uint64_t value, void *ctx);
 int pyobj__dict_items(pid_t pid, const struct py_proc *proc, uint64_t dict,
 		      unsigned int max, pyobj_item_fn fn, void *ctx);
 
 /* The attribute name of the object at obj, as its __dict__ (or the inline
- * values that stand for it) holds it; errors as pyobj__dict_get. */
+ * values that stand for it) holds it: 0, -ENOENT when it has none, or
+ * -errno as pyobj__dict_items. */
 int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		const char *name, uint64_t *value);
 
-/* A global of the module sys.modules[module] of the first interpreter. */
+/* A global of the module sys.modules[module] of the main interpreter;
+ * errors as pyobj__attr. */
 int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 			 const char *module, const char *name,
 			 uint64_t *value);
-
-/* Is the object at obj a str equal to s? (ASCII s, checked in one read) */
-bool pyobj__str_is(pid_t pid, const struct py_proc *proc, uint64_t obj,
-		   const char *s);
 
 /* An int (or bool) of up to 64 bits of magnitude: 0, or -EFAULT when it
  * is not one, is larger or cannot be read. */

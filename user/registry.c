@@ -103,11 +103,9 @@ static void read_identity(struct pyproc *pp)
 			snprintf(pp->comm, sizeof(pp->comm), "%.*s",
 				 (int)strcspn(line + 6, "\n"), line + 6);
 		else if (!strncmp(line, "NSpid:", 6)) {
-			/* the last is the innermost namespace's */
-			char *last = strrchr(line, '\t');
-			int v = last ? atoi(last + 1) : 0;
+			pid_t v = process__nspid(line);
 
-			pp->ns_pid = v > 0 && v != pp->pid ? v : 0;
+			pp->ns_pid = v != pp->pid ? v : 0;
 		}
 	}
 	fclose(f);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process.h"
 #include "pyobj.h"
 #include "symbols.h"
 #include "threadnames.h"
@@ -96,15 +97,8 @@ pid_t threadnames__ns_tid(pid_t pid, pid_t tid)
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "NSpid:", 6)) {
-			/* the last is the innermost namespace's */
-			char *last = strrchr(line, '\t');
-
-			ns = last ? atoi(last + 1) : 0;
-			break;
-		}
-	}
+	while (!ns && fgets(line, sizeof(line), f))
+		ns = process__nspid(line);
 	fclose(f);
-	return ns > 0 ? ns : 0;
+	return ns;
 }

@@ -25,28 +25,27 @@ def burn(seconds):
     return x
 
 
-def mine(record, fn):
+def burn_as(fn, record, seconds):
+    """Say which thread burns under fn, then burn."""
     record[fn] = [threading.get_native_id(), threading.current_thread().name]
-
-
-def in_long(record, seconds):
-    mine(record, "in_long")
     burn(seconds)
+
+
+# One function a thread, so that a sample's stack says whose it is.
+def in_long(record, seconds):
+    burn_as("in_long", record, seconds)
 
 
 def in_unicode(record, seconds):
-    mine(record, "in_unicode")
-    burn(seconds)
+    burn_as("in_unicode", record, seconds)
 
 
 def in_pool(record, seconds):
-    mine(record, "in_pool")
-    burn(seconds)
+    burn_as("in_pool", record, seconds)
 
 
 def in_main(record, seconds):
-    mine(record, "in_main")
-    burn(seconds)
+    burn_as("in_main", record, seconds)
 
 
 def main(seconds):
