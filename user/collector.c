@@ -23,7 +23,6 @@
 #include "sampler.h"
 #include "stackread.h"
 #include "symbols.h"
-#include "threadnames.h"
 
 /* A named stack of one process, by the hash BPF gave it: 16 bytes in a
  * flat table, which grows with the number of stacks. */
@@ -1181,12 +1180,22 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 {
 	struct snapshot *sn = ctx;
 	struct thread_snapshot t = {};
+	char comm[PYSIGHT_COMM_LEN + 1];
+	const struct pthread *th;
 	const struct pyproc *pp;
+	struct cproc *cp;
 	__u64 key;
 
 	pp = registry__get(sn->c->reg, r->tgid);
 	if (!pp)
 		return 0;
+	/* named as samples are */
+	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
+	comm[PYSIGHT_COMM_LEN] = 0;
+	cp = cproc_get(sn->c, r->tgid);
+	th = cp ? thread_of(sn->c, cp, pp, r->tid, r->ns_tid, comm) : NULL;
+	if (!th)
+		return -ENOMEM;
 	if (sn->gil_pid != (pid_t)r->tgid) {
 		sn->gil_pid = r->tgid;
 		if (stackread__gil_holder(r->tgid, &pp->proc, &sn->gil))
@@ -1197,7 +1206,7 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 				   sn->scratch, SNAPSHOT_TRIES) == -EAGAIN;
 	t.pid = r->tgid;
 	t.tid = r->tid;
-	memcpy(t.name, r->comm, PYSIGHT_COMM_LEN);
+	snprintf(t.name, sizeof(t.name), "%s", th->name);
 	t.on_cpu = r->on_cpu;
 	t.kind = r->on_cpu ? KIND_CPU : r->kind < KIND__MAX ? r->kind : KIND_OTHER;
 	t.holds_gil = sn->gil && sn->sr->tstate == sn->gil;

@@ -17,6 +17,7 @@
 #include "pysight.h"
 #include "profile.h"
 #include "sampler.h"
+#include "threadnames.h"
 
 struct collector_opts {
 	unsigned int rate_hz;
@@ -92,7 +93,7 @@ struct pyproc;
 /* One thread of a Python process as it is now, for dump. */
 struct thread_snapshot {
 	pid_t pid, tid;
-	char name[PYSIGHT_COMM_LEN + 1];	/* the OS thread name */
+	char name[THREADNAME_LEN];	/* Python's name for it, else its comm */
 	bool on_cpu;
 	int kind;			/* why it is off the CPU (enum sample_kind) */
 	bool holds_gil;

@@ -7,11 +7,11 @@ usage: dump_target.py SECONDS RESULT_JSON
 - "burner" burns CPU in burn();
 - "deep" recurses 300 frames into dive(), then waits on an Event.
 
-Each thread also sets its OS name (what the kernel and dump show) to its
-Python name, as CPython does by itself from 3.14.  RESULT_JSON gets each
-thread's native id once all are in place; the process exits after SECONDS.
+The threads are named in Python only (Thread(name=...), and MainThread):
+before 3.14 their OS names are all the process's, so dump shows the names
+Python gives them.  RESULT_JSON gets each thread's native id once all are
+in place; the process exits after SECONDS.
 """
-import ctypes
 import json
 import queue
 import sys
@@ -25,11 +25,7 @@ tids = {}
 
 
 def name_me(name):
-    try:
-        libc = ctypes.CDLL(None)
-        libc.prctl(15, name.encode()[:15], 0, 0, 0)    # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
+    assert threading.current_thread().name == name
     tids[name] = threading.get_native_id()
 
 
