@@ -571,7 +571,7 @@ static void rotate(struct agent *a, uint64_t now)
 	if (!q)
 		return;
 	file_name(a, a->o.output_dir, "pysight", a->rotate_ns, path, sizeof(path));
-	err = writer__write_file(out_writer(a), q, &wo, path);
+	err = writer__write_own_file(out_writer(a), q, &wo, path);
 	if (err)
 		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
 			strerror(-err));
@@ -648,7 +648,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	if (!err) {
 		fdio__mkdirs(a->o.snapshot_dir, 0750);
 		snapshot_name(a, until, path, len);
-		err = writer__write_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
+		err = writer__write_own_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
 	if (!err && a->spool)
 		export_profile(a, q, since, until, why);

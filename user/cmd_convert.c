@@ -31,7 +31,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &c->collapse;
 		break;
 	case 'o':
-		c->out = path_arg("--output", arg);
+		c->out = writer__output_arg("--output", arg);
 		break;
 	case 'f':
 		writer__check_format(arg);
@@ -79,8 +79,8 @@ int cmd_convert(int argc, char **argv)
 	if (!ret)
 		ret = writer__write_file(w, shown, NULL, c.out);
 	if (ret)
-		fprintf(stderr, "pysight: failed to write %s: %s\n", c.out,
-			strerror(-ret));
+		fprintf(stderr, "pysight: failed to write %s: %s\n",
+			writer__path_name(c.out), strerror(-ret));
 	if (shown && shown != p)
 		profile__free(shown);
 	profile__free(p);

@@ -43,8 +43,8 @@ enum { OPT_FAIL_OVER = 0x200 };
 static const struct argp_option options[] = {
 	{ "top", 'n', "N", 0, "Show the N largest changes of each kind (default 20)", 0 },
 	{ "by", 'b', "WHAT", 0, "What a row is: function (default), line or file", 0 },
-	{ "output", 'o', "FILE", 0, "Also write FILE: a differential flame graph (.svg) or two-count folded stacks (.folded, .txt)", 0 },
-	{ "format", 'f', "FORMAT", 0, "svg or folded (default: from -o's extension; folded alone goes to stdout)", 0 },
+	{ "output", 'o', "FILE", 0, "Also write FILE: a differential flame graph (.svg) or two-count folded stacks (.folded, .txt); - for stdout, alone", 0 },
+	{ "format", 'f', "FORMAT", 0, "svg or folded (default: from -o's extension; with no -o, it alone goes to stdout)", 0 },
 	{ "fail-over", OPT_FAIL_OVER, "POINTS", 0, "Exit 3 when a frame's self or total share grew by more than POINTS", 0 },
 	{},
 };
@@ -65,7 +65,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			bad_value("--by", arg, "expected function, line or file");
 		break;
 	case 'o':
-		d->output = path_arg("--output", arg);
+		d->output = writer__output_arg("--output", arg);
 		break;
 	case 'f':
 		if (strcmp(arg, "svg") && strcmp(arg, "folded"))
@@ -285,10 +285,17 @@ static int write_svg(void *ctx, FILE *f)
 	return svg__write_diff(d->p[0], d->p[1], NULL, f);
 }
 
+/* -o - (or no -o with -f): the output is all that stdout holds. */
+static bool to_stdout(const struct diff_opts *o)
+{
+	return o->output ? !strcmp(o->output, "-") : o->format != NULL;
+}
+
 /* -o and -f: write what they name; 0, or 1 after saying why. */
 static int write_output(struct diff_opts *o, struct diff *d)
 {
 	const char *fmt = o->format;
+	int (*fn)(void *ctx, FILE *f);
 	const struct writer *w;
 	int err;
 
@@ -301,22 +308,20 @@ static int write_output(struct diff_opts *o, struct diff *d)
 	}
 	if (!fmt)
 		return 0;
-	if (!o->output) {
-		if (!strcmp(fmt, "svg")) {
-			fprintf(stderr, "pysight: -f svg needs -o FILE\n");
-			return 1;
-		}
-		err = write_two_count(d, stdout);
+	fn = strcmp(fmt, "svg") ? write_two_count : write_svg;
+	if (to_stdout(o)) {
+		err = fn(d, stdout);
+		if (!err && fflush(stdout))
+			err = -errno;
 	} else {
-		err = writer__atomic(o->output, strcmp(fmt, "svg") ?
-				     write_two_count : write_svg, d);
+		err = writer__atomic(o->output, fn, d);
 	}
 	if (err) {
 		fprintf(stderr, "pysight: failed to write %s: %s\n",
-			o->output ? o->output : "stdout", strerror(-err));
+			to_stdout(o) ? "stdout" : o->output, strerror(-err));
 		return 1;
 	}
-	if (o->output)
+	if (!to_stdout(o))
 		fprintf(stderr, "pysight: wrote %s\n", o->output);
 	return 0;
 }
@@ -378,8 +383,8 @@ static int run_diff(struct diff_opts *o, struct diff *d)
 	d->n = 0;
 	HASH_ITER(hh, d->rows, r, tmp)
 		d->sorted[d->n++] = r;
-	if (!o->output && o->format) {
-		/* the folded form on stdout is the whole output */
+	if (to_stdout(o)) {
+		/* the folded form or the graph on stdout is the whole output */
 		return write_output(o, d);
 	}
 	print_side(d, 0, o->paths[0]);

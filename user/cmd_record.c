@@ -82,7 +82,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'o':
 		if (o->noutputs == MAX_OUTPUTS)
 			bad_value("--output", arg, "at most 4 outputs");
-		o->outputs[o->noutputs++] = path_arg("--output", arg);
+		o->outputs[o->noutputs++] = writer__output_arg("--output", arg);
 		break;
 	case 'f':
 		writer__check_format(arg);
@@ -365,10 +365,11 @@ static int write_outputs(struct record *r, const struct writer **w,
 		err = writer__write_file(w[i], p, wo, r->o.outputs[i]);
 		if (err)
 			fprintf(stderr, "pysight: failed to write %s: %s\n",
-				r->o.outputs[i], strerror(-err));
+				writer__path_name(r->o.outputs[i]), strerror(-err));
 		else
 			fprintf(stderr, "pysight: wrote %u stacks to %s (%s)\n",
-				profile__nstacks(p), r->o.outputs[i], w[i]->name);
+				profile__nstacks(p), writer__path_name(r->o.outputs[i]),
+				w[i]->name);
 		first = first ?: err;
 	}
 	if (shown != collector__profile(r->s.col))

@@ -58,7 +58,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->container = arg;
 		break;
 	case 'o':
-		o->output = path_arg("--output", arg);
+		o->output = writer__output_arg("--output", arg);
 		break;
 	case 'f':
 		o->format = writer__check_format(arg);
@@ -156,10 +156,11 @@ int cmd_snapshot(int argc, char **argv)
 	ret = writer__atomic(o.output, write_bytes, &b);
 	free(data);
 	if (ret) {
-		fprintf(stderr, "pysight: failed to write %s: %s\n", o.output,
-			strerror(-ret));
+		fprintf(stderr, "pysight: failed to write %s: %s\n",
+			writer__path_name(o.output), strerror(-ret));
 		return 1;
 	}
-	fprintf(stderr, "pysight: wrote %s (%zu bytes)\n", o.output, len);
+	fprintf(stderr, "pysight: wrote %s (%zu bytes)\n",
+		writer__path_name(o.output), len);
 	return 0;
 }

@@ -131,45 +131,122 @@ uid_t writer__owner(void)
 }
 
 /*
- * In a directory others may write to (sticky, like /tmp), what is at path
- * may be someone's plant: replace it only when it is a regular file of
- * ours.  -EPERM otherwise.
+ * "-", /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name a
+ * descriptor we already hold: that descriptor, else -1.  Opening them by
+ * path would fail for a socket, and renaming onto them would replace a
+ * link in /dev.
  */
-static int safe_to_replace(const char *path, uid_t uid)
+static int own_fd(const char *path)
 {
-	char dir[PATH_MAX], *slash;
-	struct stat st, ds;
+	const char *n = NULL;
+	char *end;
+	long v;
 
-	if (lstat(path, &st))
-		return 0;			/* nothing there */
-	snprintf(dir, sizeof(dir), "%s", path);
+	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+		return STDOUT_FILENO;
+	if (!strcmp(path, "/dev/stderr"))
+		return STDERR_FILENO;
+	if (!strncmp(path, "/dev/fd/", 8))
+		n = path + 8;
+	else if (!strncmp(path, "/proc/self/fd/", 14))
+		n = path + 14;
+	if (!n || !*n)
+		return -1;
+	errno = 0;
+	v = strtol(n, &end, 10);
+	if (*end || errno || v < 0 || v > INT_MAX || fcntl((int)v, F_GETFD) < 0)
+		return -1;
+	return (int)v;
+}
+
+/* The directory path is in, into dir. */
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	char *slash;
+
+	snprintf(dir, len, "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash == dir)
 		slash[1] = 0;
 	else if (slash)
 		*slash = 0;
 	else
-		snprintf(dir, sizeof(dir), ".");
+		snprintf(dir, len, ".");
+}
+
+/*
+ * In a directory others may write to (sticky, like /tmp), what is at path
+ * may be someone's plant: use it only when it is ours and no link (a
+ * regular file to replace, or a FIFO to write into).  -EPERM otherwise.
+ */
+static int safe_to_use(const char *path, uid_t uid)
+{
+	char dir[PATH_MAX];
+	struct stat st, ds;
+
+	if (lstat(path, &st))
+		return 0;			/* nothing there */
+	dir_of(path, dir, sizeof(dir));
 	if (stat(dir, &ds) || !(ds.st_mode & S_ISVTX) ||
 	    !(ds.st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;			/* only we can plant here */
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
+	if (S_ISLNK(st.st_mode) || st.st_uid != uid)
 		return -EPERM;
 	return 0;
 }
 
-static int atomic(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx)
+/* fn's output into f, then f closed: fn's error, or the stream's. */
+static int finish(FILE *f, bool sync, int (*fn)(void *ctx, FILE *f), void *ctx)
+{
+	int err;
+
+	errno = 0;
+	err = fn(ctx, f);
+	/*
+	 * A writer knows only that a stdio call failed (-EIO).  When it failed
+	 * in the middle, on a full buffer's write(2), errno still says why: a
+	 * full disk or a quota, which is what the user must read.
+	 */
+	if (err == -EIO && ferror(f) && errno)
+		err = -errno;
+	if (fflush(f) && !err)
+		err = -errno;
+	if (sync && fsync(fileno(f)) && !err)
+		err = -errno;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+/*
+ * Straight into what is there: a terminal, /dev/null, a FIFO's reader,
+ * a descriptor we were given.  There is nothing to rename: a device or a
+ * FIFO replaced by a regular file breaks every other user of its name.
+ */
+static int stream(const char *path, int fd, int (*fn)(void *ctx, FILE *f),
+		  void *ctx)
+{
+	FILE *f;
+
+	fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) :
+		       open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return finish(f, false, fn, ctx);
+}
+
+static int atomic(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx,
+		  uid_t uid, gid_t gid)
 {
 	char tmp[PATH_MAX];
-	uid_t uid;
-	gid_t gid;
 	FILE *f;
 	int fd, err;
 
-	owner(&uid, &gid);
-	err = safe_to_replace(path, uid);
-	if (err)
-		return err;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	/* O_EXCL: never a file or link someone made first */
@@ -187,21 +264,7 @@ static int atomic(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx)
 		unlink(tmp);
 		return err;
 	}
-	errno = 0;
-	err = fn(ctx, f);
-	/*
-	 * A writer knows only that a stdio call failed (-EIO).  When it failed
-	 * in the middle, on a full buffer's write(2), errno still says why: a
-	 * full disk or a quota, which is what the user must read.
-	 */
-	if (err == -EIO && ferror(f) && errno)
-		err = -errno;
-	if (fflush(f) && !err)
-		err = -errno;
-	if (fsync(fileno(f)) && !err)
-		err = -errno;
-	if (fclose(f) && !err)
-		err = -errno;
+	err = finish(f, true, fn, ctx);
 	if (!err && rename(tmp, path))
 		err = -errno;
 	if (err)
@@ -215,8 +278,8 @@ static int atomic(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx)
  * has no handler of its own (convert, diff, snapshot) would otherwise die
  * with the temporary file left beside the one asked for.
  */
-int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
-		   void *ctx)
+static int atomic_blocked(const char *path, int (*fn)(void *ctx, FILE *f),
+			  void *ctx, uid_t uid, gid_t gid)
 {
 	sigset_t stop, old;
 	int err;
@@ -226,9 +289,79 @@ int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	err = atomic(path, fn, ctx);
+	err = atomic(path, fn, ctx, uid, gid);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return err;
+}
+
+/* What is at path, as an output: 0 (nothing, or a regular file: made
+ * anew), 1 (a device, FIFO or socket: written into), or -errno. */
+static int kind_of(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISREG(st.st_mode))
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (S_ISBLK(st.st_mode))
+		return -ENOTSUP;	/* a disk is never a profile's place */
+	return 1;
+}
+
+int writer__check_path(const char *path)
+{
+	int k;
+
+	if (own_fd(path) >= 0)
+		return 0;
+	k = kind_of(path);
+	return k < 0 ? k : 0;
+}
+
+const char *writer__output_arg(const char *opt, const char *arg)
+{
+	int err = writer__check_path(path_arg(opt, arg));
+
+	if (err)
+		usage_error("cannot write a profile to %s: %s", arg,
+			    strerror(-err));
+	return arg;
+}
+
+const char *writer__path_name(const char *path)
+{
+	return strcmp(path, "-") ? path : "stdout";
+}
+
+static int output(const char *path, bool files_only,
+		  int (*fn)(void *ctx, FILE *f), void *ctx)
+{
+	uid_t uid;
+	gid_t gid;
+	int fd, k, err;
+
+	fd = files_only ? -1 : own_fd(path);
+	if (fd >= 0)
+		return stream(path, fd, fn, ctx);
+	owner(&uid, &gid);
+	err = safe_to_use(path, uid);
+	if (err)
+		return err;
+	k = kind_of(path);
+	if (k < 0)
+		return k;
+	if (k == 1)
+		return files_only ? -EEXIST : stream(path, -1, fn, ctx);
+	return atomic_blocked(path, fn, ctx, uid, gid);
+}
+
+int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
+		   void *ctx)
+{
+	return output(path, false, fn, ctx);
 }
 
 struct one_profile {
@@ -249,5 +382,13 @@ int writer__write_file(const struct writer *w, struct profile *p,
 {
 	struct one_profile op = { w, p, o };
 
-	return writer__atomic(path, write_one, &op);
+	return output(path, false, write_one, &op);
+}
+
+int writer__write_own_file(const struct writer *w, struct profile *p,
+			   const struct write_opts *o, const char *path)
+{
+	struct one_profile op = { w, p, o };
+
+	return output(path, true, write_one, &op);
 }

@@ -47,8 +47,13 @@ const char *writer__check_format(const char *name);
 const struct writer *writer__choose(const char *format, const char *path);
 
 /*
- * Write to a temporary file next to path and rename it into place, so an
- * interrupted run leaves the old file or a whole new one, never half.
+ * Write a profile where the user's -o points.  A regular file, or a name
+ * not yet taken, is written under a temporary name next to it and renamed
+ * into place, so an interrupted run leaves the old file or a whole new
+ * one, never half.  A character device, a FIFO or a socket is written
+ * into, never replaced (-o /dev/null).  "-", /dev/stdout, /dev/stderr and
+ * /dev/fd/N are the descriptors we hold.  A directory is -EISDIR, a
+ * block device -ENOTSUP.
  */
 int writer__write_file(const struct writer *w, struct profile *p,
 		       const struct write_opts *o, const char *path);
@@ -56,6 +61,22 @@ int writer__write_file(const struct writer *w, struct profile *p,
 /* The same for any writing function: fn's error, or the file's. */
 int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 		   void *ctx);
+
+/* A file whose name we made ourselves (the agent's): only ever a regular
+ * file, replaced whole; anything else at path is -EEXIST. */
+int writer__write_own_file(const struct writer *w, struct profile *p,
+			   const struct write_opts *o, const char *path);
+
+/* Before any work: 0 when -o path can be written as above, else -errno
+ * (-EISDIR, -ENOTSUP, -EACCES ...), for a one-line error at the start. */
+int writer__check_path(const char *path);
+
+/* -o's argument, checked by writer__check_path: exits 2 with one line
+ * when it cannot be written. */
+const char *writer__output_arg(const char *opt, const char *arg);
+
+/* path as a message names it: "stdout" for "-". */
+const char *writer__path_name(const char *path);
 
 /* Who files are written for: the user behind sudo (SUDO_UID, as perf
  * does), else the effective uid. */

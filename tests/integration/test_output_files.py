@@ -3,13 +3,15 @@ never through a planted link or over another user's file; owned by the user
 behind sudo."""
 import os
 import signal
+import stat
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
 
-from conftest import PYSIGHT, REPO, WORKLOADS, Profile, Recorder
+from conftest import PYSIGHT, REPO, WORKLOADS, Profile, Recorder, run_pysight
 
 GOLDEN = os.path.join(REPO, "tests", "fixtures", "golden.folded")
 NOBODY = 65534
@@ -196,3 +198,121 @@ def test_sudo_user_owns_the_output(workdir):
     run = subprocess.run([PYSIGHT, "convert", GOLDEN, "-o", out2], capture_output=True,
                          text=True, timeout=30, env=env)
     assert run.returncode == 0 and os.stat(out2).st_uid == 0
+
+
+# -o into what is not a regular file: written into, never replaced.
+
+def null_node(d):
+    """A private /dev/null (c 1 3): never the host's own."""
+    node = os.path.join(d, "null")
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return node
+
+
+def assert_still_null(node):
+    st = os.lstat(node)
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3), oct(st.st_mode)
+    assert not leftovers(os.path.dirname(node), "null")
+
+
+@pytest.mark.parametrize("fmt", [None, "pprof", "svg", "speedscope"])
+def test_a_device_is_written_into_not_replaced(workdir, fmt):
+    node = null_node(workdir)
+    for args in (["convert", GOLDEN], ["diff", GOLDEN, GOLDEN]):
+        if fmt and args[0] == "diff" and fmt != "svg":
+            continue
+        argv = [PYSIGHT] + args + ["-o", node] + (["-f", fmt] if fmt else [])
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0, (argv, run.stderr)
+        assert_still_null(node)
+
+
+def test_record_to_a_device(procs, workdir):
+    node = null_node(workdir)
+    run = run_pysight(procs, ["record", "-r", 99, "-o", node, "--", "/usr/bin/python3.11",
+                              os.path.join(WORKLOADS, "ratio.py"), "1"])
+    assert run.returncode == 0, run.stderr
+    assert "wrote" in run.stderr and node in run.stderr, run.stderr
+    assert_still_null(node)
+
+
+class FifoReader:
+    """A FIFO in d and a thread that reads all it is sent."""
+
+    def __init__(self, d, name):
+        self.path = os.path.join(d, name)
+        os.mkfifo(self.path)
+        self.data = None
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        with open(self.path, "rb") as f:
+            self.data = f.read()
+
+    def result(self):
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the FIFO's reader never saw its writer close"
+        assert stat.S_ISFIFO(os.lstat(self.path).st_mode), "the FIFO was replaced"
+        return self.data
+
+
+def test_a_fifo_reader_gets_the_profile(procs, workdir):
+    # a gzipped pprof from convert, read back whole
+    fifo = FifoReader(workdir, "fifo.pb.gz")
+    run = subprocess.run([PYSIGHT, "convert", GOLDEN, "-o", fifo.path], capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    data = fifo.result()
+    assert data[:2] == b"\x1f\x8b", data[:16]
+    back = os.path.join(workdir, "back.pb.gz")
+    with open(back, "wb") as f:
+        f.write(data)
+    folded = os.path.join(workdir, "back.folded")
+    run = subprocess.run([PYSIGHT, "convert", back, "-o", folded], capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    assert Profile.load(folded).total == Profile.load(GOLDEN).total
+    # and a recording, folded
+    fifo = FifoReader(workdir, "rec")
+    run = run_pysight(procs, ["record", "-r", 199, "-o", fifo.path, "--", "/usr/bin/python3.11",
+                              os.path.join(WORKLOADS, "ratio.py"), "1"])
+    assert run.returncode == 0, run.stderr
+    prof = Profile.parse(fifo.result().decode())
+    assert prof.total > 20 and any("ratio.py" in (fr.file or "") for st, _ in prof.stacks for fr in st), \
+        prof.stacks[:3]
+
+
+def test_dash_is_stdout(procs, workdir):
+    for fmt, check in ((None, lambda out: Profile.parse(out.decode()).total ==
+                        Profile.load(GOLDEN).total),
+                       ("svg", lambda out: out.lstrip().startswith(b"<?xml") and
+                        out.rstrip().endswith(b"</svg>"))):
+        for args in (["convert", GOLDEN], ["diff", GOLDEN, GOLDEN]):
+            if args[0] == "diff" and fmt is None:
+                continue
+            argv = [PYSIGHT] + args + ["-o", "-"] + (["-f", fmt] if fmt else [])
+            run = subprocess.run(argv, capture_output=True, timeout=30, cwd=workdir)
+            assert run.returncode == 0, (argv, run.stderr)
+            assert check(run.stdout), (argv, run.stdout[:200])
+            assert not os.path.exists(os.path.join(workdir, "-"))
+    # (the workload's own stdout is elsewhere: it prints its figures)
+    run = subprocess.run([PYSIGHT, "record", "-r", "199", "-o", "-", "--", "/bin/sh", "-c",
+                          "exec /usr/bin/python3.11 %s 1 >/dev/null" %
+                          os.path.join(WORKLOADS, "ratio.py")], capture_output=True,
+                         timeout=60, cwd=workdir)
+    assert run.returncode == 0, run.stderr
+    prof = Profile.parse(run.stdout.decode())
+    assert prof.total > 20, run.stdout[:200]
+    assert b"to stdout (folded)" in run.stderr, run.stderr
+    assert not os.path.exists(os.path.join(workdir, "-"))
+
+
+def test_a_directory_is_refused_at_once(workdir):
+    for args in (["convert", GOLDEN], ["diff", GOLDEN, GOLDEN],
+                 ["record", "-d", "1"], ["snapshot"]):
+        argv = [PYSIGHT] + args + ["-o", workdir]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1, (argv, run.stderr)
+        assert "Is a directory" in run.stderr and workdir in run.stderr, run.stderr
+    assert os.listdir(workdir) == []
