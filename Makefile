@@ -23,7 +23,7 @@ DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
 	    golang-github-google-pprof-dev libncurses-dev tmux \
 	    libcurl4-openssl-dev libmicrohttpd-dev \
-	    chromium
+	    chromium podman runc
 
 # OTLP profiles (a "development" signal: pinned, see docs/DESIGN.md), from
 # the descriptors the PyPI packages carry; a venv of their own builds them

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "container.h"
 #include "labels.h"
 
 static size_t fit(int n, size_t len)
@@ -53,12 +54,14 @@ size_t labels__group(int key, const struct pentry *e, char *buf, size_t len)
 			n = snprintf(buf, len, "cgroup %s", e->cgroup->path);
 		break;
 	case GROUP_CONTAINER:
-		/* a container by its short id, as docker ps shows it */
+		/* by its short id, as docker ps shows it, or its name */
 		if (e->cgroup && e->cgroup->container && e->cgroup->pod)
-			n = snprintf(buf, len, "container %.12s pod %s",
+			n = snprintf(buf, len, "container %.*s pod %s",
+				     container__shown(e->cgroup->container),
 				     e->cgroup->container, e->cgroup->pod);
 		else if (e->cgroup && e->cgroup->container)
-			n = snprintf(buf, len, "container %.12s",
+			n = snprintf(buf, len, "container %.*s",
+				     container__shown(e->cgroup->container),
 				     e->cgroup->container);
 		else if (e->cgroup)
 			n = snprintf(buf, len, "host");

@@ -37,7 +37,7 @@ static const struct argp_option session_options[] = {
 	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100; the agent: 19)", 0 },
 	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
-	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id (repeatable; see pysight containers)", 0 },
+	{ "container", OPT_CONTAINER, "ID", 0, "Only this container: 12 or more hex digits of its id, or its name (repeatable; see pysight containers)", 0 },
 	{ "nolineno", OPT_NOLINENO, NULL, 0, "Leave out line numbers", 0 },
 	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full file paths", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu (default): on-CPU samples; wall: on- and off-CPU time; off: off-CPU time alone", 0 },
