@@ -21,6 +21,7 @@
 #include "hashfree.h"
 #include "process.h"
 #include "usage.h"
+#include "utf8.h"
 
 struct group {
 	char path[PATH_MAX];		/* the cgroup, relative to the v2 mount */
@@ -102,16 +103,20 @@ static int by_path(struct group *a, struct group *b)
  * frees from there on misses the groups sorted before it. */
 static void print(struct group **groups)
 {
+	/* cgroup and process names are anyone's: escaped for the terminal */
+	static char path[UTF8_ESC_SIZE(PATH_MAX)], names[UTF8_ESC_SIZE(128)];
 	struct group *g, *tmp;
 
 	printf("%-12s  %-36s  %5s  %7s  %-40s  %s\n", "CONTAINER", "POD", "PROCS",
 	       "THREADS", "CGROUP", "PYTHON PROCESSES");
 	HASH_SORT(*groups, by_path);
 	HASH_ITER(hh, *groups, g, tmp) {
-		printf("%-12.12s  %-36s  %5u  %7u  %-40s  %s\n",
+		printf("%-12.*s  %-36s  %5u  %7u  %-40s  %s\n",
+		       g->is_ct ? container__shown(g->ct.id) : 1,
 		       g->is_ct ? g->ct.id : "-",
 		       g->is_ct && g->ct.pod[0] ? g->ct.pod : "-", g->procs,
-		       g->threads, g->path, g->names);
+		       g->threads, utf8__escape(path, sizeof(path), g->path),
+		       utf8__escape(names, sizeof(names), g->names));
 	}
 }
 

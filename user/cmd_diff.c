@@ -22,6 +22,7 @@
 #include "reader.h"
 #include "tally.h"
 #include "usage.h"
+#include "utf8.h"
 #include "writer.h"
 
 /* A frame's growth past --fail-over: a failed check, not an error. */
@@ -176,8 +177,10 @@ static void print_section(struct diff *d, const char *title, bool self,
 
 		if (fabs(v[1] - v[0]) < 0.05)
 			break;
-		printf("%7.1f%% -> %6.1f%% %+8.1f  %s\n", v[0], v[1],
-		       v[1] - v[0], r->text);
+		printf("%7.1f%% -> %6.1f%% %+8.1f  ", v[0], v[1],
+		       v[1] - v[0]);
+		utf8__fputs_escaped(r->text, stdout);	/* a profile's: any bytes */
+		putchar('\n');
 		shown++;
 	}
 	if (!shown)
@@ -399,8 +402,10 @@ static int run_diff(struct diff_opts *o, struct diff *d)
 	grown = most_grown(d, &points, &what);
 	if (o->fail_over >= 0 && grown && points > o->fail_over) {
 		fflush(stdout);
-		fprintf(stderr, "pysight: %s grew by %.1f points of %s share, over --fail-over %g\n",
-			grown->text, points, what, o->fail_over);
+		fputs("pysight: ", stderr);
+		utf8__fputs_escaped(grown->text, stderr);
+		fprintf(stderr, " grew by %.1f points of %s share, over --fail-over %g\n",
+			points, what, o->fail_over);
 		return EXIT_GREW;
 	}
 	return 0;

@@ -14,12 +14,14 @@
 
 #include "collector.h"
 #include "commands.h"
+#include "jsontext.h"
 #include "labels.h"
 #include "privs.h"
 #include "pylocals.h"
 #include "registry.h"
 #include "stackread.h"
 #include "usage.h"
+#include "utf8.h"
 
 #define MAX_PIDS 64
 #define MAX_LOCALS 32	/* per frame */
@@ -200,7 +202,7 @@ static void cmdline(pid_t pid, char *buf, size_t len)
 	while (n && !buf[n - 1])
 		n--;
 	for (i = 0; i < n; i++)
-		if (!buf[i] || buf[i] == '\n')
+		if (!buf[i])
 			buf[i] = ' ';
 	buf[n] = 0;
 }
@@ -229,13 +231,20 @@ static void print_frames(const struct dthread *t)
 		printf("    (no Python frames)\n");
 		return;
 	}
+	/* every name and value is the target's: escaped for the terminal */
 	for (i = s->n; i-- > 0;) {
 		labels__frame(s->frames[i], text, sizeof(text));
-		printf("    %s\n", text);
+		fputs("    ", stdout);
+		utf8__fputs_escaped(text, stdout);
+		putchar('\n');
 		fl = locals_at(t, s->n - 1 - i);
-		for (v = 0; fl && v < fl->n; v++)
-			printf("        %s = %s\n", fl->vars[v].name,
-			       fl->vars[v].value);
+		for (v = 0; fl && v < fl->n; v++) {
+			fputs("        ", stdout);
+			utf8__fputs_escaped(fl->vars[v].name, stdout);
+			fputs(" = ", stdout);
+			utf8__fputs_escaped(fl->vars[v].value, stdout);
+			putchar('\n');
+		}
 	}
 	if (t->t.torn)
 		printf("    [torn: the stack changed while it was read; it may mix two moments]\n");
@@ -243,7 +252,7 @@ static void print_frames(const struct dthread *t)
 
 static void print_text(const struct dump *d)
 {
-	char cmd[512];
+	char cmd[512], esc[UTF8_ESC_SIZE(512)];
 	size_t i;
 
 	for (i = 0; i < d->n; i++) {
@@ -252,9 +261,12 @@ static void print_text(const struct dump *d)
 		if (!i || t->t.pid != d->threads[i - 1].t.pid) {
 			cmdline(t->t.pid, cmd, sizeof(cmd));
 			printf("%sProcess %d: %s\nPython 3.%d\n", i ? "\n" : "",
-			       t->t.pid, cmd[0] ? cmd : t->comm, t->minor);
+			       t->t.pid, utf8__escape(esc, sizeof(esc),
+						      cmd[0] ? cmd : t->comm),
+			       t->minor);
 		}
-		printf("\nThread %d \"%s\" (%s%s)\n", t->t.tid, t->t.name,
+		printf("\nThread %d \"%s\" (%s%s)\n", t->t.tid,
+		       utf8__escape(esc, sizeof(esc), t->t.name),
 		       state_of(&t->t), t->t.holds_gil ? ", holds the GIL" : "");
 		print_frames(t);
 	}
@@ -266,8 +278,7 @@ static json_object *locals_json(const struct flocals *fl)
 	int v;
 
 	for (v = 0; v < fl->n; v++)
-		json_object_object_add(o, fl->vars[v].name,
-				       json_object_new_string(fl->vars[v].value));
+		json_text_add(o, fl->vars[v].name, json_text(fl->vars[v].value));
 	return o;
 }
 
@@ -284,9 +295,8 @@ static json_object *frames_json(const struct dthread *t)
 
 		if (fl && fl->n >= 0)
 			json_object_object_add(o, "locals", locals_json(fl));
-		json_object_object_add(o, "name", json_object_new_string(f->name));
-		json_object_object_add(o, "file", f->file ?
-				       json_object_new_string(f->file) : NULL);
+		json_object_object_add(o, "name", json_text(f->name));
+		json_object_object_add(o, "file", f->file ? json_text(f->file) : NULL);
 		json_object_object_add(o, "line", f->line ?
 				       json_object_new_int(f->line) : NULL);
 		json_object_array_add(a, o);
@@ -299,7 +309,7 @@ static json_object *thread_json(const struct dthread *t)
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "tid", json_object_new_int(t->t.tid));
-	json_object_object_add(o, "name", json_object_new_string(t->t.name));
+	json_object_object_add(o, "name", json_text(t->t.name));
 	json_object_object_add(o, "state", json_object_new_string(state_of(&t->t)));
 	json_object_object_add(o, "on_cpu", json_object_new_boolean(t->t.on_cpu));
 	json_object_object_add(o, "holds_gil", json_object_new_boolean(t->t.holds_gil));
@@ -325,8 +335,8 @@ static int print_json(const struct dump *d)
 			threads = json_object_new_array();
 			cmdline(t->t.pid, cmd, sizeof(cmd));
 			json_object_object_add(proc, "pid", json_object_new_int(t->t.pid));
-			json_object_object_add(proc, "name", json_object_new_string(t->comm));
-			json_object_object_add(proc, "cmdline", json_object_new_string(cmd));
+			json_object_object_add(proc, "name", json_text(t->comm));
+			json_object_object_add(proc, "cmdline", json_text(cmd));
 			snprintf(ver, sizeof(ver), "3.%d", t->minor);
 			json_object_object_add(proc, "python", json_object_new_string(ver));
 			json_object_object_add(proc, "threads", threads);

@@ -21,6 +21,7 @@
 #include "labels.h"
 #include "commands.h"
 #include "usage.h"
+#include "utf8.h"
 #include "writer.h"
 
 #define MAX_OUTPUTS	4
@@ -162,8 +163,9 @@ static void print_breakdown(struct profile *p)
 				order[j] = order[j - 1];
 				order[j - 1] = t;
 			}
-		fprintf(stderr, "pysight:   %s %d: %.1f s:", pt[i].name ? pt[i].name : "?",
-			pt[i].pid, pt[i].total / 1e9);
+		fputs("pysight:   ", stderr);
+		utf8__fputs_escaped(pt[i].name ? pt[i].name : "?", stderr);
+		fprintf(stderr, " %d: %.1f s:", pt[i].pid, pt[i].total / 1e9);
 		for (k = 0; k < KIND__MAX && pt[i].by_kind[order[k]]; k++)
 			fprintf(stderr, "%s %s %.0f%%", k ? "," : "",
 				profile__kind_name(order[k]),
@@ -265,9 +267,11 @@ static void summary(struct record *r, double secs)
 			st.counters[CNT_OFF_UNSEEN]);
 		print_breakdown(p);
 	}
-	if (st.first_error)
-		fprintf(stderr, "pysight: some processes were skipped: %s\n",
-			st.first_error);
+	if (st.first_error) {
+		fputs("pysight: some processes were skipped: ", stderr);
+		utf8__fputs_escaped(st.first_error, stderr);
+		fputc('\n', stderr);
+	}
 }
 
 #define PROGRESS_SECONDS 60

@@ -13,6 +13,7 @@
 #include "reader.h"
 #include "tally.h"
 #include "usage.h"
+#include "utf8.h"
 
 struct report_opts {
 	int top;
@@ -89,8 +90,10 @@ static void print_header(struct profile *p)
 	if (m->duration_s > 0)
 		printf(" over %.1f s", m->duration_s);
 	printf(", read from a %s file", m->format ? m->format : "profile");
-	if (m->target[0])
-		printf("; %s", m->target);
+	if (m->target[0]) {
+		fputs("; ", stdout);
+		utf8__fputs_escaped(m->target, stdout);
+	}
 	printf("\n");
 }
 
@@ -130,9 +133,11 @@ static void print_table(const struct profile *p, const struct tally *t,
 	for (i = 0; i < t->n && i < (size_t)top; i++) {
 		double self = 100.0 * t->rows[i].self / t->total;
 
-		printf("%s%6.1f%%%s %6.1f%%  %s\n", heat(self, colour), self,
-		       off, 100.0 * t->rows[i].total / t->total,
-		       t->rows[i].text);
+		printf("%s%6.1f%%%s %6.1f%%  ", heat(self, colour), self,
+		       off, 100.0 * t->rows[i].total / t->total);
+		/* a profile's names are any bytes: never raw to a terminal */
+		utf8__fputs_escaped(t->rows[i].text, stdout);
+		putchar('\n');
 	}
 	print_total(p, t);
 }

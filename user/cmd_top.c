@@ -27,6 +27,7 @@
 #include "session.h"
 #include "topview.h"
 #include "usage.h"
+#include "utf8.h"
 
 #define DEFAULT_INTERVAL	1.0
 #define MIN_INTERVAL		0.1
@@ -186,15 +187,22 @@ static void process_label(const struct topview_row *r, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
+/* One row, for the screen and for a pipe alike: the process and frame
+ * names are the targets', escaped here, before either is drawn. */
 static void row_text(const struct top *t, const struct topview_row *r,
 		     char *buf, size_t len)
 {
-	char proc[64];
+	char proc[64], eproc[UTF8_ESC_SIZE(64)];
+	int o;
 
 	process_label(r, proc, sizeof(proc));
-	snprintf(buf, len, "%6.1f%% %6.1f%% %9.2fs %10.2fs  %-*.*s %s",
-		 share(t, r->self), share(t, r->total), seconds(t, r->self_acc),
-		 seconds(t, r->total_acc), PROCESS_W, PROCESS_W, proc, r->text);
+	o = snprintf(buf, len, "%6.1f%% %6.1f%% %9.2fs %10.2fs  %-*.*s ",
+		     share(t, r->self), share(t, r->total),
+		     seconds(t, r->self_acc), seconds(t, r->total_acc),
+		     PROCESS_W, PROCESS_W,
+		     utf8__escape(eproc, sizeof(eproc), proc));
+	if (o >= 0 && (size_t)o < len)
+		utf8__escape(buf + o, len - (size_t)o, r->text);
 }
 
 static const char column_titles[] =

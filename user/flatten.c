@@ -12,6 +12,7 @@
 
 #include "flatten.h"
 #include "labels.h"
+#include "utf8.h"
 #include "writer.h"
 
 /* A root label's text, once per (key, thread or cgroup). */
@@ -42,18 +43,31 @@ struct flatten {
 	size_t n;
 };
 
-/* Folded output splits on ';' and the last ' ' before the count. */
+/*
+ * Folded output splits on ';' and the last ' ' before the count, and on
+ * lines: ';' becomes ':', a line break a space, and anything else a
+ * terminal or a reader would act on (other controls, bytes that are not
+ * UTF-8) the visible escape a terminal gets (utf8.h).  Tabs are kept.
+ */
 static char *sanitized(const char *s, size_t len)
 {
-	char *out = malloc(len + 1), *c;
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = malloc(UTF8_ESC_SIZE(len));
+	size_t o = 0;
+	int clen;
 
 	if (!out)
 		return NULL;
-	memcpy(out, s, len);
-	out[len] = 0;
-	for (c = out; *c; c++)
-		if (*c == ';' || *c == '\n' || *c == '\r')
-			*c = *c == ';' ? ':' : ' ';
+	for (; p < (const unsigned char *)s + len && *p; p += clen) {
+		clen = 1;
+		if (*p == ';' || *p == '\n' || *p == '\r')
+			out[o++] = *p == ';' ? ':' : ' ';
+		else if (*p == '\t')
+			out[o++] = '\t';
+		else
+			o += utf8__escape_one(p, out + o, &clen);
+	}
+	out[o] = 0;
 	return out;
 }
 

@@ -19,6 +19,7 @@
 
 #include "hashfree.h"
 #include "pprof.h"
+#include "utf8.h"
 #include "writer.h"
 
 struct str_idx {
@@ -65,14 +66,13 @@ static int grow(void **arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-/* The string's index in the table, adding it on first use; -1 on ENOMEM. */
-static int64_t str(struct pprof_out *o, const char *s)
+/* The valid UTF-8 string's index in the table, adding it on first use;
+ * -1 on ENOMEM. */
+static int64_t valid_str(struct pprof_out *o, const char *s)
 {
 	struct str_idx *e;
 	size_t len;
 
-	if (!s)
-		s = "";
 	len = strlen(s);
 	HASH_FIND(hh, o->strs, s, len, e);
 	if (e)
@@ -88,6 +88,26 @@ static int64_t str(struct pprof_out *o, const char *s)
 	o->pb.string_table[o->pb.n_string_table++] = e->s;
 	HASH_ADD_KEYPTR(hh, o->strs, e->s, len, e);
 	return e->idx;
+}
+
+/* The same for any string: a target's bytes that are not UTF-8 (a comm,
+ * a path) would make pprof and other proto3 readers refuse the whole
+ * profile, so they are fixed first (utf8.h). */
+static int64_t str(struct pprof_out *o, const char *s)
+{
+	char *fixed;
+	int64_t i;
+
+	if (!s)
+		s = "";
+	if (utf8__valid(s))
+		return valid_str(o, s);
+	fixed = utf8__fixed_dup(s);
+	if (!fixed)
+		return -1;
+	i = valid_str(o, fixed);
+	free(fixed);
+	return i;
 }
 
 /* The Function of (name, file, first line), made on first use; 0 on

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "jsontext.h"
 #include "labels.h"
 #include "speedscope.h"
 #include "writer.h"
@@ -30,9 +31,9 @@ static int add_frame(struct ss_out *o, const char *name, const char *file,
 
 	if (!f)
 		return -1;
-	json_object_object_add(f, "name", json_object_new_string(name));
+	json_object_object_add(f, "name", json_text(name));
 	if (file)
-		json_object_object_add(f, "file", json_object_new_string(file));
+		json_object_object_add(f, "file", json_text(file));
 	if (line > 0)
 		json_object_object_add(f, "line", json_object_new_int(line));
 	if (json_object_array_add(o->frames, f)) {
@@ -134,7 +135,7 @@ static json_object *thread_profile(struct ss_out *o, const struct profile *p,
 	}
 	labels__thread_title(e[0]->thread, e[0]->cgroup, title, sizeof(title));
 	json_object_object_add(prof, "type", json_object_new_string("sampled"));
-	json_object_object_add(prof, "name", json_object_new_string(title));
+	json_object_object_add(prof, "name", json_text(title));
 	json_object_object_add(prof, "unit", json_object_new_string(
 		profile__unit(p) == UNIT_NANOSECONDS ? "nanoseconds" : "none"));
 	json_object_object_add(prof, "startValue", json_object_new_int(0));
@@ -183,7 +184,7 @@ static json_object *document(struct ss_out *o, struct profile *p,
 	snprintf(name, sizeof(name), "%s%s (%s)", SPEEDSCOPE_NAME,
 		 m->target[0] ? m->target : SPEEDSCOPE_ALL,
 		 profile__mode_name(m->mode));
-	json_object_object_add(doc, "name", json_object_new_string(name));
+	json_object_object_add(doc, "name", json_text(name));
 	json_object_object_add(doc, "activeProfileIndex", json_object_new_int(0));
 	json_object_object_add(doc, "exporter",
 			       json_object_new_string(SPEEDSCOPE_EXPORTER));

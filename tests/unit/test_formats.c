@@ -17,6 +17,7 @@
 #include "labels.h"
 #include "pprof.h"
 #include "reader.h"
+#include "utf8.h"
 #include "writer.h"
 
 static char tmpdir[] = "/tmp/pysight-formats-XXXXXX";
@@ -398,6 +399,29 @@ static void test_extensions(void)
 	CHECK(writer__for_path("d.x/noext") == &writer_folded, "no extension");
 }
 
+/* What a terminal is shown of a target's text (utf8.h), and what the
+ * folded file keeps of it. */
+static void test_terminal_escapes(void)
+{
+	static const char evil[] = "a\x1b]0;t\x07\n\t\r\x7f\xc2\x9b\xe2\x80\xae"
+				   "\xff caf\xc3\xa9 \\";
+	char buf[UTF8_ESC_SIZE(sizeof(evil))], small[8], *mem = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(!strcmp(utf8__escape(buf, sizeof(buf), evil),
+		      "a\\x1b]0;t\\x07\\n\\t\\r\\x7f\\u009b\\u202e\\xff caf\xc3\xa9 \\"),
+	      "controls, C1, a bidi override and a bad byte escaped: %s", buf);
+	CHECK(!strcmp(utf8__escape(small, 7, "ab\x1b[2J"), "ab\\x1b"),
+	      "cut at a whole escape: %s", small);
+	CHECK(!strcmp(utf8__escape(small, 4, "x\xc3\xa9y"), "x\xc3\xa9"),
+	      "cut at a whole character: %s", small);
+	f = open_memstream(&mem, &len);
+	CHECK(f && !utf8__fputs_escaped(evil, f) && !fclose(f) && mem &&
+	      !strcmp(mem, buf), "fputs escapes alike");
+	free(mem);
+}
+
 int main(void)
 {
 	struct profile *p;
@@ -420,6 +444,7 @@ int main(void)
 	test_titles();
 	test_collapse();
 	test_extensions();
+	test_terminal_escapes();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", tmpdir);

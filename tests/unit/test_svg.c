@@ -157,9 +157,10 @@ static void test_document(void)
 	CHECK(strstr(r.buf, "evil\\u003c/script\\u003e\\u003cscript\\u003e"
 			    "alert(1)\\u003c/script\\u003e]]\\u003e\\u003cx a="
 			    "\\u00221\\u0022 b=\\u00272\\u0027\\u003e\\u0026amp:"
-			    "[31m caf\\u00e9 \\ud83d\\udd25 (\\u003cb\\u003e.py:2)"),
-	      "escaped in the script, controls and bad UTF-8 dropped, ';' "
-	      "as the folded file spells it");
+			    "\\u005cx01\\u005cx1b[31m\\u005cxff\\u005cxc0\\u005cx80"
+			    " caf\\u00e9 \\ud83d\\udd25 (\\u003cb\\u003e.py:2)"),
+	      "escaped in the script; controls and bad UTF-8 shown as \\xNN, "
+	      "as a terminal is shown them; ';' as the folded file spells it");
 	CHECK(strstr(r.buf, "python3 x.py &lt;/text&gt;&lt;script&gt;alert(2)"
 			    "&lt;/script&gt; on "),
 	      "the title is escaped");
