@@ -541,13 +541,19 @@ static const struct pframe *python_frame(struct collector *c,
 		return profile__frame(c->prof, "[unknown]", NULL, 0, 0,
 				      PFRAME_PSEUDO);
 	}
+	/*
+	 * An instruction the table gives no line (3.10 on: a module's import
+	 * machinery, cleanup code) is shown at the code's first line, as
+	 * CPython itself places a frame that has not yet run one: by line,
+	 * every row of Python code then has a line, whatever the sample hit.
+	 */
 	if (!c->o.nolineno) {
 		line = f->lasti < 0 ? sym->firstlineno :
 			linetable__line(pp->minor, sym->linetable,
 					sym->linetable_len, sym->firstlineno,
 					f->lasti);
-		if (line < 0)
-			line = 0;
+		if (line <= 0)
+			line = sym->firstlineno > 0 ? sym->firstlineno : 0;
 	}
 	file = c->o.full_filenames ? sym->filename :
 		filename__shorten(sym->filename, pp->cwd);

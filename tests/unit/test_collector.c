@@ -217,6 +217,11 @@ static void test_events(struct child *ch)
 			   ST_TRUNCATED, f, 1));
 	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x555,
 			   ST_ERR_READ_FRAME, f, 1));
+	/* an instruction the line table gives no line (here: past its end,
+	 * -1 from 3.10 on) is at the code's first line, as one not yet run */
+	f[0] = (struct py_frame){ ch->code[2], 1 << 20, check[2] };
+	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x666,
+			   ST_COMPLETE, f, 1));
 	/* garbage is refused, not read past its end */
 	feed(c, &r, 3);
 	r.ev.nframes = PYSIGHT_MAX_FRAMES + 1;
@@ -228,7 +233,7 @@ static void test_events(struct child *ch)
 		"[truncated];alpha (app.py:2) 1\n"
 		"[unknown] 2\n"
 		"alpha (app.py:2);Beta.work (app.py:5) 3\n"
-		"gamma (app.py:7) 4\n"), "profile:\n%s", out);
+		"gamma (app.py:7) 5\n"), "profile:\n%s", out);
 	free(out);
 	out = folded(collector__profile(c), true);
 	CHECK(out && strstr(out, "thread ") &&
@@ -244,7 +249,7 @@ static void test_events(struct child *ch)
 	CHECK(!collector__handle(c, &exit_ev, sizeof(exit_ev)), "exit");
 	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x111,
 			   ST_COMPLETE, NULL, 2));
-	CHECK(profile__total(collector__profile(c)) == 11, "total %llu",
+	CHECK(profile__total(collector__profile(c)) == 12, "total %llu",
 	      (unsigned long long)profile__total(collector__profile(c)));
 	collector__free(c);
 }
