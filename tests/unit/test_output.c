@@ -121,6 +121,17 @@ static void test_atomic(void)
 	CHECK(system(cmd) == 0, "no temporary files left behind");
 	CHECK(writer__write_file(&writer_folded, p, NULL, "/nonexistent/x.folded") < 0,
 	      "unwritable directory");
+	CHECK(writer__check_path(dir) == -EISDIR, "a directory is refused");
+	CHECK(!writer__check_path("-") && !writer__check_path(path) &&
+	      !writer__check_path("/dev/stdout"), "files, new names and stdout");
+	CHECK(!strcmp(writer__path_name("-"), "stdout"), "- is named stdout");
+	/* the agent's own files: a FIFO at the name is refused, not opened
+	 * (which would wait for a reader) nor replaced */
+	unlink(path);
+	CHECK(!mkfifo(path, 0600), "mkfifo");
+	CHECK(writer__write_own_file(&writer_folded, p, NULL, path) == -EEXIST,
+	      "the agent does not write into a FIFO");
+	CHECK(!access(path, F_OK), "the FIFO is still there");
 	unlink(path);
 	rmdir(dir);
 	profile__free(p);
