@@ -16,7 +16,7 @@
 
 const volatile bool filter_pids = false;	/* sample only pids in targets */
 const volatile __u32 self_pid = 0;
-const volatile __u8 mode = 0;			/* 0 cpu, 1 wall, 2 off */
+const volatile __u8 mode = PYSIGHT_MODE_CPU;	/* --mode */
 const volatile bool gil_only = false;		/* --gil */
 const volatile bool kernel_stacks = false;	/* --kernel-stacks */
 const volatile __u64 walk_below_ns = 1000000;	/* see switch_in() */
@@ -147,8 +147,7 @@ struct frame_ctx {
 	__u64 hash;
 	__u64 code_type;
 	__u64 tag_mask;
-	__u64 mark;		/* Brent's cycle check: a frame passed earlier */
-	__u32 power, lam;
+	struct pysight_loop loop;	/* a frame passed earlier */
 	__u32 n;
 	__u32 status;
 	__u32 cache_hits;
@@ -275,34 +274,10 @@ static __always_inline __u64 thread_key(struct task_struct *task,
 	return ns_tid(task);
 }
 
-/*
- * Does a list come back to a node passed before?  A target can make two
- * frames each other's caller, or ring its thread states; without this
- * check each sample of a looping stack was PYSIGHT_MAX_FRAMES copies
- * (16 KiB in the ring buffer, a thousand reads) and each walk of a ringed
- * thread list PYSIGHT_MAX_THREADS steps.  Brent's method: compare each
- * next node with a mark moved forward at powers of two, so a loop of
- * length L entered after M nodes is found within M + 2L steps, with two
- * words of state.  Start with *mark the first node, *power 1, *lam 0.
- */
-static __always_inline bool seen_before(__u64 next, __u64 *mark,
-					__u32 *power, __u32 *lam)
-{
-	if (next && next == *mark)
-		return true;
-	if (++*lam == *power) {
-		*mark = next;
-		*power <<= 1;
-		*lam = 0;
-	}
-	return false;
-}
-
 struct walk_ctx {
 	__u64 tstate;
 	__u64 want;
-	__u64 mark;		/* seen_before() */
-	__u32 power, lam;
+	struct pysight_loop loop;	/* a thread state passed earlier */
 	__u16 id_off;
 	__u16 next_off;
 	__u8 found;
@@ -324,7 +299,7 @@ static long walk_thread(__u32 i, void *data)
 	}
 	if (read_u64(w->tstate + w->next_off, &w->tstate))
 		w->tstate = 0;
-	if (seen_before(w->tstate, &w->mark, &w->power, &w->lam)) {
+	if (pysight_loop_seen(&w->loop, w->tstate)) {
 		w->looped = 1;
 		w->tstate = 0;
 	}
@@ -431,9 +406,7 @@ static __always_inline int find_tstate(struct sample_buf *b,
 			return -ST_ERR_READ_RUNTIME;
 		if (!i)
 			entry.head = w.tstate;
-		w.mark = w.tstate;
-		w.power = 1;
-		w.lam = 0;
+		pysight_loop_start(&w.loop, w.tstate);
 		bpf_loop(PYSIGHT_MAX_THREADS, walk_thread, &w, 0);
 		if (w.found) {
 			entry.tstate = w.tstate;
@@ -578,7 +551,7 @@ static long walk_frame(__u32 i, void *data)
 	code = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
 	instr = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_instr);
 	c->frame = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_prev);
-	if (seen_before(c->frame, &c->mark, &c->power, &c->lam)) {
+	if (pysight_loop_seen(&c->loop, c->frame)) {
 		c->status = ST_ERR_FRAME_LOOP;
 		return 1;
 	}
@@ -740,8 +713,7 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	c = &b->fc;
 	__builtin_memset(c, 0, sizeof(*c));
 	c->frame = frame;
-	c->mark = frame;
-	c->power = 1;
+	pysight_loop_start(&c->loop, frame);
 	c->hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
 	c->code_type = proc->code_type_addr;
 	c->tag_mask = off->code_tag_mask;
@@ -1426,9 +1398,9 @@ static __always_inline void sample_on_cpu(struct sample_buf *b,
 		return;
 	if (gil_only && !holds_gil(proc, b->tstate))
 		return;
-	emit_sample(b, tgid, tid, KIND_CPU, mode ? cpu_weight(task, tid) : 0,
-		    -1);
-	if (!mode)
+	emit_sample(b, tgid, tid, KIND_CPU,
+		    mode != PYSIGHT_MODE_CPU ? cpu_weight(task, tid) : 0, -1);
+	if (mode == PYSIGHT_MODE_CPU)
 		return;
 	/* an off-CPU interval that ended without a syscall exit
 	 * (preempted, a page fault): its stack is this one */
@@ -1463,8 +1435,8 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (!proc || proc->state != PY_PROC_PYTHON)
 		return 0;
 
-	if (mode == 2)
-		return 0;	/* --mode off: off-CPU time alone */
+	if (mode == PYSIGHT_MODE_OFF)
+		return 0;	/* off-CPU time alone */
 	count(CNT_SAMPLES);
 	b = scratch_get();
 	if (!b)

@@ -19,6 +19,12 @@
 #define PYSIGHT_MAX_CGROUPS	16	/* --cgroup and --container filters */
 #define PYSIGHT_KSTACK_DEPTH	64	/* kernel frames kept (--kernel-stacks) */
 
+/* What a recording is of (--mode): the BPF side's `mode`, and user
+ * space's enum profile_mode. */
+#define PYSIGHT_MODE_CPU	0	/* on-CPU samples */
+#define PYSIGHT_MODE_WALL	1	/* on-CPU and off-CPU time */
+#define PYSIGHT_MODE_OFF	2	/* off-CPU time alone */
+
 /* How a PyThreadState is matched to the sampled kernel task. */
 enum py_match {
 	PY_MATCH_NATIVE_TID = 0,	/* tstate->native_thread_id == ns tid (3.11+) */
@@ -327,6 +333,41 @@ static inline __u64 pysight_mix64(__u64 h)
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 33;
 	return h;
+}
+
+/*
+ * Does a list come back to a node passed before?  A target can make two
+ * frames each other's caller, or ring its thread states; without this
+ * check each sample of a looping stack was PYSIGHT_MAX_FRAMES copies
+ * (16 KiB in the ring buffer, a thousand reads) and each walk of a ringed
+ * thread list PYSIGHT_MAX_THREADS steps.  Brent's method: compare each
+ * next node with a mark moved forward at powers of two, so a loop of
+ * length L entered after M nodes is found within M + 2L steps, with two
+ * words of state.  The BPF walks and dump's walks in user space share it,
+ * so both stop a loop at the same node.
+ */
+struct pysight_loop {
+	__u64 mark;
+	__u32 power, lam;
+};
+
+static inline void pysight_loop_start(struct pysight_loop *l, __u64 first)
+{
+	l->mark = first;
+	l->power = 1;
+	l->lam = 0;
+}
+
+static inline int pysight_loop_seen(struct pysight_loop *l, __u64 next)
+{
+	if (next && next == l->mark)
+		return 1;
+	if (++l->lam == l->power) {
+		l->mark = next;
+		l->power <<= 1;
+		l->lam = 0;
+	}
+	return 0;
 }
 
 /*

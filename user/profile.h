@@ -27,9 +27,9 @@ enum profile_unit {
 
 /* What the profile records (record --mode). */
 enum profile_mode {
-	MODE_CPU = 0,		/* on-CPU samples */
-	MODE_WALL,		/* on-CPU and off-CPU time */
-	MODE_OFF,		/* off-CPU time alone */
+	MODE_CPU = PYSIGHT_MODE_CPU,	/* on-CPU samples */
+	MODE_WALL = PYSIGHT_MODE_WALL,	/* on-CPU and off-CPU time */
+	MODE_OFF = PYSIGHT_MODE_OFF,	/* off-CPU time alone */
 };
 
 enum pframe_kind {

@@ -201,7 +201,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->seed = (unsigned int)(getpid() ^ time(NULL));
 	s->keep = s->least_keep = 1.0;
 	s->verbose = opts->verbose;
-	s->cpu_mode = opts->mode == 0;
+	s->cpu_mode = opts->mode == PYSIGHT_MODE_CPU;
 	s->batch = ring_batch();
 	/*
 	 * Re-arm every 16 periods on average, 100 ms at least: each re-arm
@@ -232,7 +232,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->period_ns = (__u64)(1e9 / opts->rate_hz);
 	s->skel->rodata->ncgroups = opts->ncgroups;
-	s->off_cpu = opts->mode != 0;
+	s->off_cpu = opts->mode != PYSIGHT_MODE_CPU;
 	/* the scheduler hooks run on every context switch: only when asked */
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);

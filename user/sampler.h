@@ -14,7 +14,7 @@ struct sampler;
 
 struct sampler_opts {
 	unsigned int rate_hz;
-	int mode;		/* enum profile_mode: 0 cpu, 1 wall, 2 off */
+	int mode;		/* PYSIGHT_MODE_* (enum profile_mode) */
 	bool filter_pids;	/* only pids added with sampler__add_target */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */

@@ -26,28 +26,6 @@ static __u64 win64(const __u8 *win, unsigned int off)
 	return v;
 }
 
-/*
- * Brent's cycle check, as frame_loops() in bpf/pysight.bpf.c: is next a
- * node passed before?  A target can link its frames, or its thread
- * states, into a ring.
- */
-struct loop_check {
-	__u64 mark;
-	__u32 power, lam;
-};
-
-static bool loop_check__seen(struct loop_check *l, __u64 next)
-{
-	if (next && next == l->mark)
-		return true;
-	if (++l->lam == l->power) {
-		l->mark = next;
-		l->power <<= 1;
-		l->lam = 0;
-	}
-	return false;
-}
-
 static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 		       __u64 *out)
 {
@@ -55,7 +33,7 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
 			       off->tstate_thread_id : off->tstate_native_thread_id;
 	__u64 interp = 0, t = 0, id;
-	struct loop_check l;
+	struct pysight_loop l;
 	bool looped = false;
 	int i, n;
 
@@ -65,7 +43,7 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
 		if (rd64(pid, interp + off->interp_threads_head, &t))
 			return -ST_ERR_READ_RUNTIME;
-		l = (struct loop_check){ .mark = t, .power = 1 };
+		pysight_loop_start(&l, t);
 		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
 			if (rd64(pid, t + id_off, &id))
 				break;
@@ -75,7 +53,7 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 			}
 			if (rd64(pid, t + off->tstate_next, &t))
 				break;
-			if (loop_check__seen(&l, t)) {
+			if (pysight_loop_seen(&l, t)) {
 				looped = true;
 				break;
 			}
@@ -103,7 +81,7 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
  * dump and the sampler stop a looping chain at the same frame.
  */
 static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
-		      struct loop_check *l, struct stackread *out)
+		      struct pysight_loop *l, struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
 	__u8 win[PYSIGHT_FRAME_WINDOW];
@@ -119,7 +97,7 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 	code = win64(win, off->frame_code) & off->code_tag_mask;
 	instr = win64(win, off->frame_instr);
 	*frame = win64(win, off->frame_previous);
-	if (loop_check__seen(l, *frame))
+	if (pysight_loop_seen(l, *frame))
 		return -ST_ERR_FRAME_LOOP;
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (off->owner_cstack && off->frame_owner < PYSIGHT_FRAME_WINDOW &&
@@ -145,7 +123,7 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 {
 	const struct py_offsets *off = &proc->off;
 	__u64 frame = 0;
-	struct loop_check l;
+	struct pysight_loop l;
 	int ret, i;
 
 	out->n = 0;
@@ -158,7 +136,7 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		ret = -ST_ERR_READ_FRAME;
 	if (ret)
 		return out->status = -ret;
-	l = (struct loop_check){ .mark = frame, .power = 1 };
+	pysight_loop_start(&l, frame);
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
 		ret = read_frame(pid, proc, &frame, &l, out);
