@@ -752,15 +752,11 @@ static void health(struct agent *a, bool say)
 	struct collector_stats st;
 	struct spool_stats ss = { 0 };
 	struct exporter_stats es = { 0 };
-	uint64_t errs = 0;
 	double up = clock__now_s() - a->start_s, cpu = cpu_s() - a->cpu_at_start;
 	size_t hist_entries, hist_bytes;
 	char text[2048];
-	int i;
 
 	collector__stats(a->s.col, &st);
-	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
-		errs += st.counters[CNT_STATUS_BASE + i];
 	if (a->spool)
 		spool__stats(a->spool, &ss);
 	if (a->ex)
@@ -772,7 +768,7 @@ static void health(struct agent *a, bool say)
 			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
 			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB, "
 			"interned %u (%" PRIu64 " rebases)\n",
-			st.counters[CNT_SAMPLES], errs, st.npython, es.sent,
+			st.counters[CNT_SAMPLES], st.errors, st.npython, es.sent,
 			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
 			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
 			a->rebases);
@@ -798,8 +794,8 @@ static void health(struct agent *a, bool say)
 		 "# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
 		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n"
 		 "# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
-		 st.counters[CNT_SAMPLES], errs,
-		 st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.npython,
+		 st.counters[CNT_SAMPLES], st.errors,
+		 st.lost, st.npython,
 		 es.sent, es.bytes_sent, es.retries, es.rejected,
 		 es.profiles_rejected, ss.depth,
 		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
@@ -1032,13 +1028,12 @@ int cmd_agent(int argc, char **argv)
 	a.h = history__new(span + 2 * SLICE_S);
 	if (!a.h)
 		return 1;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	/* a closed terminal stops it as record stops: the last file whole,
-	 * the socket removed (the default would leave a temporary file) */
-	signal(SIGHUP, on_signal);
-	signal(SIGUSR1, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	/* SA_RESTART, as signal() gave it: the exporter's and the control
+	 * socket's calls go on through a signal, and the loop reads the flag.
+	 * HUP stops it as it stops record: the last file whole, the socket
+	 * removed (the default would leave a temporary file). */
+	session__catch_stops(on_signal, SA_RESTART);
+	session__catch(SIGUSR1, on_signal, SA_RESTART);
 	err = setup_outputs(&a);
 	if (!err)
 		err = session__open(&a.s) ?: session__release(&a.s) ?:

@@ -183,17 +183,13 @@ static void print_breakdown(struct profile *p)
 static void print_progress(struct record *r, double secs)
 {
 	struct collector_stats st;
-	uint64_t errs = 0;
-	int i;
 
 	collector__stats(r->s.col, &st);
-	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
-		errs += st.counters[CNT_STATUS_BASE + i];
 	fprintf(stderr, "pysight: at %.0f s: %" PRIu64 " samples, errors %.2f%%, "
 		"lost %" PRIu64 "\n", secs, st.counters[CNT_SAMPLES],
 		st.counters[CNT_SAMPLES] ?
-			100.0 * errs / st.counters[CNT_SAMPLES] : 0.0,
-		st.counters[CNT_RB_DROPS] + st.unknown_stacks);
+			100.0 * st.errors / st.counters[CNT_SAMPLES] : 0.0,
+		st.lost);
 	session__print_held(&st);
 }
 
@@ -214,7 +210,7 @@ static void summary(struct record *r, double secs)
 {
 	struct profile *p = collector__profile(r->s.col);
 	struct collector_stats st;
-	uint64_t errs = 0, total;
+	uint64_t total;
 	unsigned int nthreads;
 	int i;
 
@@ -233,13 +229,11 @@ static void summary(struct record *r, double secs)
 		fprintf(stderr, "pysight:   %-30s %10" PRIu64 " (%.1f%%)\n",
 			collector__status_name(i), n,
 			total ? 100.0 * n / total : 0.0);
-		if (i >= ST_ERR_READ_RUNTIME)
-			errs += n;
 	}
 	fprintf(stderr, "pysight:   errors %.2f%%, lost %" PRIu64
 		" (ring buffer full), %" PRIu64 " unknown frames\n",
-		total ? 100.0 * errs / total : 0.0,
-		st.counters[CNT_RB_DROPS] + st.unknown_stacks, st.unknown_frames);
+		total ? 100.0 * st.errors / total : 0.0, st.lost,
+		st.unknown_frames);
 	if (st.least_keep < 1.0)
 		fprintf(stderr, "pysight:   the ring buffer could not keep up: sampled "
 			"at as little as %.0f%% of the rate, for %.1f s (shares stay "
@@ -299,16 +293,6 @@ static void run_loop(struct record *r)
 			print_progress(r, t - start);
 		}
 	}
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);	/* a closed terminal: write, as for ^C */
 }
 
 /* What was recorded, for titles: the command line or the pids. */
@@ -404,8 +388,7 @@ int cmd_record(int argc, char **argv)
 		usage_error("--threads: too many --group-by keys");
 	if (privs__check())
 		return 1;
-	install_signals();
-	signal(SIGPIPE, SIG_IGN);
+	session__catch_stops(on_signal, 0);
 
 	err = session__open(&r.s) ?: session__release(&r.s);
 	if (err)

@@ -56,6 +56,7 @@ struct top {
 	bool paused;
 	struct header h;
 	uint64_t counters[CNT__MAX];	/* at the last interval's end */
+	uint64_t errors;		/* collector_stats.errors, then */
 	double start, last;
 	double rate;			/* cpu mode: samples a second as
 					 * sampled since the start (below -r
@@ -143,18 +144,11 @@ static void on_fatal(int sig)
 static void install_signals(void)
 {
 	static const int fatal[] = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL };
-	struct sigaction sa = { .sa_handler = on_stop };
 	size_t i;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_fatal;
-	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	session__catch_stops(on_stop, 0);
 	for (i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
-		sigaction(fatal[i], &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+		session__catch(fatal[i], on_fatal, SA_RESETHAND | SA_NODEFER);
 	atexit(restore_terminal);
 }
 
@@ -317,15 +311,14 @@ static int next_interval(struct top *t)
 {
 	struct profile *p = collector__profile(t->s.col);
 	struct collector_stats st;
-	uint64_t samples, errs = 0;
+	uint64_t samples, errs;
 	double now = clock__now_s(), dt = now - t->last;
-	int i, err;
+	int err;
 
 	collector__stats(t->s.col, &st);
 	samples = st.counters[CNT_SAMPLES] - t->counters[CNT_SAMPLES];
-	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
-		errs += st.counters[CNT_STATUS_BASE + i] -
-			t->counters[CNT_STATUS_BASE + i];
+	errs = st.errors - t->errors;
+	t->errors = st.errors;
 	memcpy(t->counters, st.counters, sizeof(t->counters));
 	t->h.samples_per_s = dt > 0 ? samples / dt : 0;
 	t->h.error_pct = samples ? 100.0 * errs / samples : 0;

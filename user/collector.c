@@ -1038,6 +1038,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 {
 	struct cproc *cp, *cpt;
 	double unsampled;
+	int i;
 
 	memset(st, 0, sizeof(*st));
 	sampler__counters(c->sampler, st->counters);
@@ -1049,6 +1050,9 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->name_reads = c->name_reads;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
+	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
+		st->errors += st->counters[CNT_STATUS_BASE + i];
+	st->lost = st->counters[CNT_RB_DROPS] + st->unknown_stacks;
 	sampler__map_sizes(c->sampler, &st->maps);
 	st->registry = registry__size(c->reg);
 	st->procs = HASH_COUNT(c->procs);

@@ -42,6 +42,9 @@ struct collector_stats {
 	uint64_t name_reads;		/* readings of Python's thread names */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
+	/* what every command reports, derived once here */
+	uint64_t errors;		/* samples whose stack is an error */
+	uint64_t lost;			/* ring buffer full, and ids never named */
 	/* how much is held, for -v and the tests that look for leaks */
 	struct sampler_sizes maps;
 	unsigned int registry, procs, symbols, stacks;

@@ -121,6 +121,23 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 const struct argp session__argp = { session_options, session_parse, NULL,
 				    NULL, NULL, NULL, NULL };
 
+void session__catch(int sig, void (*fn)(int), int flags)
+{
+	struct sigaction sa = { .sa_handler = fn, .sa_flags = flags };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+void session__catch_stops(void (*fn)(int), int flags)
+{
+	session__catch(SIGINT, fn, flags);
+	session__catch(SIGTERM, fn, flags);
+	/* a closed terminal stops a command as ^C does: its file whole */
+	session__catch(SIGHUP, fn, flags);
+	session__catch(SIGPIPE, SIG_IGN, 0);
+}
+
 void session__init(struct session *s, volatile sig_atomic_t *stop)
 {
 	memset(s, 0, sizeof(*s));

@@ -51,6 +51,13 @@ struct session {
  * (state->child_inputs[i]) is a struct session_opts. */
 extern const struct argp session__argp;
 
+/* sig to fn, with sigaction's flags (SA_RESTART where blocking calls
+ * must go on through it): the one way every command installs a handler. */
+void session__catch(int sig, void (*fn)(int), int flags);
+/* The stop signals, SIGINT, SIGTERM and SIGHUP, to fn; SIGPIPE ignored,
+ * so a closed pipe is an error to report, not a death. */
+void session__catch_stops(void (*fn)(int), int flags);
+
 /* Defaults; stop is the caller's signal flag, which wait_command reads. */
 void session__init(struct session *s, volatile sig_atomic_t *stop);
 /*
