@@ -171,26 +171,6 @@ static const char doc[] =
 	"The agent samples at 19 Hz unless -r says otherwise.  Durations take "
 	"s, m, h or d: --rotate 60s --retain 24h.";
 
-/* "60s", "5m", "24h", "7d", or seconds. */
-static double parse_duration(const char *opt, const char *arg, double min,
-			     double max)
-{
-	char want[96], *end;
-	double v, unit = 1;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (*end && !end[1])
-		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 :
-		       *end == 'd' ? 86400 : 0;
-	snprintf(want, sizeof(want), "expected a duration such as 60s, 5m or "
-		 "24h, from %g s", min);
-	if (errno || end == arg || (*end && (end[1] || !unit)) ||
-	    !(v * unit >= min) || v * unit > max)
-		bad_value(opt, arg, want);
-	return v * unit;
-}
-
 /* "K=V" as "K: V", for curl. */
 static const char *header_of(const char *opt, const char *arg)
 {
@@ -234,7 +214,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->ex.ca_file = path_arg("--otlp-ca", arg);
 		break;
 	case OPT_EXPORT_INTERVAL:
-		o->export_s = parse_duration("--export-interval", arg, 1, 3600);
+		o->export_s = parse_duration("--export-interval", arg, 1, true, 3600);
 		break;
 	case OPT_SPOOL:
 		o->spool_dir = path_arg("--spool", arg);
@@ -257,17 +237,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->format = writer__check_format(arg);
 		break;
 	case OPT_ROTATE:
-		o->rotate_s = parse_duration("--rotate", arg, 1, 7 * 86400);
+		o->rotate_s = parse_duration("--rotate", arg, 1, true, 7 * 86400);
 		break;
 	case OPT_RETAIN:
-		o->retain_s = parse_duration("--retain", arg, 1, 3650 * 86400.0);
+		o->retain_s = parse_duration("--retain", arg, 1, true, 3650 * 86400.0);
 		break;
 	case OPT_RETAIN_SIZE:
 		o->retain_bytes = (uint64_t)parse_long("--retain-size", arg, 1,
 			1 << 24, "expected MiB, at least 1") << 20;
 		break;
 	case OPT_WINDOW:
-		o->window_s = parse_duration("--window", arg, 1, 3600);
+		o->window_s = parse_duration("--window", arg, 1, true, 3600);
 		break;
 	case OPT_WINDOW_RATE:
 		o->window_rate = (unsigned int)parse_long("--window-rate", arg, 1,

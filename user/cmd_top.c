@@ -73,7 +73,7 @@ enum {
 };
 
 static const struct argp_option options[] = {
-	{ "interval", OPT_INTERVAL, "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
+	{ "interval", OPT_INTERVAL, "TIME", 0, "Refresh every TIME: seconds, or 2s, 1m (default 1)", 0 },
 	{ "iterations", OPT_ITERATIONS, "N", 0, "Stop after N refreshes", 0 },
 	{},
 };
@@ -99,9 +99,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &t->s.o;
 		break;
 	case OPT_INTERVAL:
-		t->interval = parse_double("--interval", arg, MIN_INTERVAL, true,
-					   MAX_INTERVAL,
-					   "expected seconds from 0.1 to 3600");
+		t->interval = parse_duration("--interval", arg, MIN_INTERVAL,
+					     true, MAX_INTERVAL);
 		break;
 	case OPT_ITERATIONS:
 		t->iterations = parse_long("--iterations", arg, 1, LONG_MAX,

@@ -886,7 +886,7 @@ static const struct pstack *with_kernel(struct collector *c,
 	while (n-- > 0) {
 		const char *name = ksyms__name(c->ksyms, ips[n]);
 
-		out[i] = profile__frame(c->prof, name ? name : "[kernel]", NULL,
+		out[i] = profile__frame(c->prof, name ? name : PFRAME_KERNEL_FILE, NULL,
 					0, 0, PFRAME_KERNEL);
 		if (!out[i++])
 			return NULL;

@@ -267,7 +267,7 @@ static int32_t function(struct enc *e, const char *name, const char *file,
 	opentelemetry__proto__profiles__v1development__function__init(fn);
 	fn->name_strindex = str(e, name);
 	fn->system_name_strindex = fn->name_strindex;
-	fn->filename_strindex = str(e, kind == PFRAME_KERNEL ? "[kernel]" : file);
+	fn->filename_strindex = str(e, kind == PFRAME_KERNEL ? PFRAME_KERNEL_FILE : file);
 	fn->start_line = firstline;
 	x->key = k;
 	x->i = (int32_t)e->d.n_function_table;

@@ -5,8 +5,6 @@
 
 #include "profile.pb-c.h"	/* generated from Debian's profile.proto */
 
-/* Function.filename of a kernel frame */
-#define PPROF_KERNEL_FILE	"[kernel]"
 /* Profile.comment lines: who wrote it, the mode, the target */
 #define PPROF_EXPORTER		"pysight@" PYSIGHT_VERSION
 #define PPROF_MODE		"mode="

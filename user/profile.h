@@ -39,6 +39,11 @@ enum pframe_kind {
 	PFRAME_OTHER,		/* a frame read from a file, of unknown kind */
 };
 
+/* A kernel frame's name when its symbol is unknown, and its file in every
+ * format that has files (pprof, speedscope, OTLP): how a reader tells a
+ * kernel frame from a Python one. */
+#define PFRAME_KERNEL_FILE	"[kernel]"
+
 /* Where a Python frame's code lives, read from its full file name, which
  * the profile may keep only shortened (filename__shorten). */
 enum pframe_origin {

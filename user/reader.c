@@ -72,7 +72,7 @@ int reader__push(struct profile *p, struct stack_build *b, const char *name,
 		file = NULL;
 		if (name[0] == '[' && name[strlen(name) - 1] == ']')
 			kind = PFRAME_PSEUDO;
-	} else if (!strcmp(file, READER_KERNEL_FILE)) {
+	} else if (!strcmp(file, PFRAME_KERNEL_FILE)) {
 		kind = PFRAME_KERNEL;
 		file = NULL;
 	} else {

@@ -37,11 +37,10 @@ int read_speedscope(FILE *f, size_t max, struct profile **out, char *err,
 
 /*
  * What the structured readers share: a stack built root first from
- * (name, file, line) frames, where a kernel frame has the file "[kernel]"
+ * (name, file, line) frames, where a kernel frame has the file PFRAME_KERNEL_FILE
  * and an off-CPU pseudo-frame sets the kind, then added with its labels.
  */
 #define READER_MAX_DEPTH	4096
-#define READER_KERNEL_FILE	"[kernel]"
 
 struct stack_build {
 	const struct pframe *frames[READER_MAX_DEPTH];

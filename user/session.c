@@ -33,7 +33,7 @@ enum {
 };
 
 static const struct argp_option session_options[] = {
-	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the command exits)", 0 },
+	{ "duration", 'd', "TIME", 0, "Stop after TIME: seconds, or 90s, 5m, 1h (default: until Ctrl-C or the command exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per CPU (default 100; the agent: 19)", 0 },
 	{ "pid", 'p', "PID", 0, "Sample only this process (repeatable)", 0 },
 	{ "cgroup", OPT_CGROUP, "PATH", 0, "Only tasks in this cgroup v2 or below it; a full path or one relative to the v2 mount (repeatable)", 0 },
@@ -66,8 +66,7 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'd':
-		o->duration = parse_double("--duration", arg, 0, false, 1e7,
-					   "expected a positive number of seconds");
+		o->duration = parse_duration("--duration", arg, 0, false, 1e7);
 		break;
 	case 'r':
 		o->rate = parse_long("--rate", arg, 1, SESSION_MAX_RATE,

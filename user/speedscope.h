@@ -9,7 +9,5 @@
 #define SPEEDSCOPE_NAME		"pysight: "
 /* the target of a host-wide recording */
 #define SPEEDSCOPE_ALL		"all Python processes"
-/* the file of a kernel frame */
-#define SPEEDSCOPE_KERNEL_FILE	"[kernel]"
 
 #endif /* __PYSIGHT_SPEEDSCOPE_H */

@@ -70,4 +70,26 @@ static inline double parse_double(const char *opt, const char *arg,
 	return d;
 }
 
+/* A duration, the same syntax for every option: seconds, or a number
+ * with s, m, h or d ("90", "1.5m", "24h"), bounded as parse_double is. */
+static inline double parse_duration(const char *opt, const char *arg,
+				    double min, bool min_ok, double max)
+{
+	char want[128], *end;
+	double v, unit = 1;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (*end && !end[1])
+		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 :
+		       *end == 'd' ? 86400 : 0;
+	snprintf(want, sizeof(want), "expected a duration such as 30, 60s, 5m "
+		 "or 24h, %s %g s and at most %.10g s", min_ok ? "from" : "above",
+		 min, max);
+	if (errno || end == arg || (*end && (end[1] || !unit)) ||
+	    !(v * unit > min || (min_ok && v * unit == min)) || v * unit > max)
+		bad_value(opt, arg, want);
+	return v * unit;
+}
+
 #endif /* __PYSIGHT_USAGE_H */

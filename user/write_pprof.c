@@ -130,7 +130,7 @@ static uint64_t function(struct pprof_out *o, const char *name,
 		return e->id;
 	ni = str(o, name);
 	/* kernel frames say so where pprof shows a file */
-	fi = str(o, kind == PFRAME_KERNEL ? PPROF_KERNEL_FILE : file);
+	fi = str(o, kind == PFRAME_KERNEL ? PFRAME_KERNEL_FILE : file);
 	if (ni < 0 || fi < 0 ||
 	    grow((void **)&o->pb.function, &o->cap_funcs, o->pb.n_function,
 		 sizeof(*o->pb.function)))

@@ -49,7 +49,7 @@ static int frame_index(struct ss_out *o, const struct pframe *f)
 
 	if (*slot < 0)
 		*slot = add_frame(o, f->name, f->kind == PFRAME_KERNEL ?
-				  SPEEDSCOPE_KERNEL_FILE : f->file, f->line);
+				  PFRAME_KERNEL_FILE : f->file, f->line);
 	return *slot;
 }
 
