@@ -634,14 +634,6 @@ static int set_provisional(struct cproc *cp, __u64 hash,
 	return 0;
 }
 
-/*
- * Name a stack the first time BPF sends its frames.  A stack with a
- * frame we could not name is kept as provisional, and BPF is told to
- * forget its hash: the next sample of it brings its frames again, to be
- * named then.  Otherwise one early miss would stay [unknown] for every
- * later sample of the same hash (an exec loop brings back the same code
- * address and identity for each new function).
- */
 /* The named stack of frames (leaf first), marked at the root when it is
  * not whole; NULL on ENOMEM. */
 static const struct pstack *name_frames(struct collector *c,
@@ -687,6 +679,14 @@ static bool all_named(struct collector *c, const struct pyproc *pp,
 	return true;
 }
 
+/*
+ * Name a stack the first time BPF sends its frames.  A stack with a
+ * frame we could not name is kept as provisional, and BPF is told to
+ * forget its hash: the next sample of it brings its frames again, to be
+ * named then.  Otherwise one early miss would stay [unknown] for every
+ * later sample of the same hash (an exec loop brings back the same code
+ * address and identity for each new function).
+ */
 static int add_stack(struct collector *c, struct cproc *cp,
 		     const struct pyproc *pp, const struct sample_event *ev,
 		     const struct py_frame *frames)

@@ -77,11 +77,6 @@ static const char *const group_names[GROUP__MAX] = {
 	[GROUP_CONTAINER] = "container",
 };
 
-const char *labels__group_name(int key)
-{
-	return key >= 0 && key < GROUP__MAX ? group_names[key] : "?";
-}
-
 int labels__parse_group(const char *s, int *keys, int *n)
 {
 	char buf[128], *tok, *save = NULL;

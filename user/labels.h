@@ -32,7 +32,6 @@ size_t labels__group(int key, const struct pentry *e, char *buf, size_t len);
 
 /* Parse --group-by's value: "process,thread"; -EINVAL. */
 int labels__parse_group(const char *s, int *keys, int *n);
-const char *labels__group_name(int key);
 
 /*
  * Read one frame's text back.  Root labels fill the thread or cgroup of

@@ -607,11 +607,6 @@ int profile__kind_of_frame(const char *text)
 	return -1;
 }
 
-const char *profile__unit_name(enum profile_unit unit)
-{
-	return unit == UNIT_NANOSECONDS ? "nanoseconds" : "samples";
-}
-
 const char *profile__mode_name(int mode)
 {
 	switch (mode) {

@@ -202,7 +202,6 @@ const char *profile__kind_name(int kind);
 const char *profile__kind_frame(int kind);
 /* The kind a pseudo-frame's text names, or -1. */
 int profile__kind_of_frame(const char *text);
-const char *profile__unit_name(enum profile_unit unit);
 const char *profile__mode_name(int mode);
 
 #endif /* __PYSIGHT_PROFILE_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * What to sample, and the collector on it: shared by record and top.
+ * What to sample, and the collector on it: shared by record, top and the
+ * agent.
  */
 #include <errno.h>
 #include <fcntl.h>

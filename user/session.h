@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What every sampling command (record, top) does before and after its own
+ * What every sampling command (record, top, agent) does before and after its own
  * work: the options that say what to sample (-p, -- COMMAND, --cgroup,
  * --container, --mode, -r, ...), the checks for privileges and BTF, a
  * collector opened on them, the command started stopped and released,
- * and at the end the command waited for.  One code path, so that record
- * and top sample the same way.
+ * and at the end the command waited for.  One code path, so that record,
+ * top and the agent sample the same way.
  */
 #ifndef __PYSIGHT_SESSION_H
 #define __PYSIGHT_SESSION_H

@@ -89,11 +89,6 @@ size_t symcache__size(const struct symcache *sc)
 	return sc->entries;
 }
 
-uint64_t symcache__misses(const struct symcache *sc)
-{
-	return sc->misses;
-}
-
 uint64_t symcache__stale(const struct symcache *sc)
 {
 	return sc->stale;

@@ -73,7 +73,6 @@ void symcache__forget(struct symcache *sc, pid_t pid);
 size_t symcache__size(const struct symcache *sc);
 
 /* Counters for the summary. */
-uint64_t symcache__misses(const struct symcache *sc);
 uint64_t symcache__stale(const struct symcache *sc);
 
 #endif /* __PYSIGHT_SYMBOLS_H */
