@@ -120,6 +120,29 @@ static void print(struct group **groups)
 	}
 }
 
+struct scan {
+	struct interp_cache *cache;
+	struct group *groups;
+	unsigned int n;
+};
+
+/* A Python process into its cgroup's group. */
+static int scan_one(pid_t pid, void *ctx)
+{
+	struct scan *s = ctx;
+	struct pyproc_info info;
+	char path[PATH_MAX], err[256];
+
+	if (process__inspect(s->cache, pid, &info, err, sizeof(err)))
+		return 0;
+	process__release(&info);
+	if (!cgroup__path_of_pid(pid, path, sizeof(path))) {
+		add(&s->groups, pid, path);
+		s->n++;
+	}
+	return 0;
+}
+
 int cmd_containers(int argc, char **argv)
 {
 	const struct argp argp = { options, parse_opt, "",
@@ -127,15 +150,9 @@ int cmd_containers(int argc, char **argv)
 				   "processes now, with counts: what to give "
 				   "record --container or --cgroup.",
 				   NULL, NULL, NULL };
-	struct interp_cache *cache;
-	struct group *groups = NULL;
-	char mnt[PATH_MAX], path[PATH_MAX], err[256];
-	struct pyproc_info info;
-	struct dirent *d;
-	unsigned int n = 0;
-	DIR *dir;
-	long pid;
-	char *end;
+	struct scan s = {};
+	char mnt[PATH_MAX];
+	int err;
 
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
@@ -145,35 +162,20 @@ int cmd_containers(int argc, char **argv)
 				"mounted: containers are found by their v2 cgroups\n");
 		return 1;
 	}
-	cache = interp_cache__new();
-	dir = opendir("/proc");
-	if (!cache || !dir) {
+	s.cache = interp_cache__new();
+	err = s.cache ? process__each(scan_one, &s) : -ENOMEM;
+	interp_cache__free(s.cache);
+	if (err) {
 		fprintf(stderr, "pysight: failed to read /proc: %s\n",
-			strerror(errno));
-		interp_cache__free(cache);
-		if (dir)
-			closedir(dir);
+			strerror(-err));
+		HASH_FREE_ALL(s.groups);
 		return 1;
 	}
-	while ((d = readdir(dir))) {
-		pid = strtol(d->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == getpid())
-			continue;
-		if (process__inspect(cache, (pid_t)pid, &info, err, sizeof(err)))
-			continue;
-		process__release(&info);
-		if (!cgroup__path_of_pid((pid_t)pid, path, sizeof(path))) {
-			add(&groups, (pid_t)pid, path);
-			n++;
-		}
-	}
-	closedir(dir);
-	interp_cache__free(cache);
-	if (!n)
+	if (!s.n)
 		printf("no Python processes found%s\n", geteuid() ?
 		       " (run as root to see other users' processes)" : "");
 	else
-		print(&groups);
-	HASH_FREE_ALL(groups);
+		print(&s.groups);
+	HASH_FREE_ALL(s.groups);
 	return 0;
 }

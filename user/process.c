@@ -12,6 +12,7 @@
  * the open descriptor: its identity (fstat), its ELF data (pread), and
  * the uprobe that watches it (/proc/self/fd/N).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -621,5 +622,26 @@ int process__inspect(struct interp_cache *c, pid_t pid,
 	ret = inspect_maps(c, pid, exe, info, err, errlen);
 	if (ret)
 		process__release(info);
+	return ret;
+}
+
+int process__each(int (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	DIR *dir = opendir("/proc");
+	pid_t self = getpid();
+	struct dirent *d;
+	int ret = 0;
+	char *end;
+	long pid;
+
+	if (!dir)
+		return -errno;
+	while (!ret && (d = readdir(dir))) {
+		pid = strtol(d->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > INT32_MAX || pid == self)
+			continue;
+		ret = fn((pid_t)pid, ctx);
+	}
+	closedir(dir);
 	return ret;
 }

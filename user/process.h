@@ -78,6 +78,11 @@ int process__parse_mapping(char *line, struct mapping *m);
  * line gives (a task's ids are listed outermost first); 0 when none. */
 pid_t process__nspid(const char *line);
 
+/* fn(pid, ctx) for every process in /proc but ourselves, until fn
+ * returns non-zero (that value is returned); -errno when /proc cannot be
+ * read.  The one walk of /proc. */
+int process__each(int (*fn)(pid_t pid, void *ctx), void *ctx);
+
 /* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
 __u64 process__kernel_dev(dev_t dev);
 /* A file's identity as BPF computes it from the inode. */

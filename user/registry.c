@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -409,23 +408,15 @@ void registry__exit(struct registry *r, pid_t pid)
 	sampler__delete_proc(r->sampler, pid);
 }
 
+static int scan_one(pid_t pid, void *ctx)
+{
+	registry__discover(ctx, pid);
+	return 0;
+}
+
 void registry__scan(struct registry *r)
 {
-	struct dirent *d;
-	DIR *dir = opendir("/proc");
-	pid_t self = getpid();
-	char *end;
-	long pid;
-
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		pid = strtol(d->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == self)
-			continue;
-		registry__discover(r, (pid_t)pid);
-	}
-	closedir(dir);
+	process__each(scan_one, r);
 }
 
 unsigned int registry__size(const struct registry *r)
