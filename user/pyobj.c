@@ -52,7 +52,7 @@
 #define F_LONG_SUBCLASS		(1UL << 24)
 #define F_DICT_SUBCLASS		(1UL << 29)
 
-#define MAX_ENTRIES	(1u << 16)	/* entries of a dict looked through */
+#define MAX_ENTRIES	(1u << 16)	/* entries looked through for a global */
 #define CHUNK		128		/* entries read at once */
 #define MAX_INTERPS	64
 #define USER_END	(1ULL << 56)
@@ -246,17 +246,20 @@ static int entries_of(pid_t pid, const struct layout *l, uint64_t keys,
 	return e->n > size ? -EFAULT : 0;
 }
 
-/* fn over the entries: stops at fn's non-zero, or max */
-static int walk(pid_t pid, const struct entries *e, unsigned int max,
+/* fn over the entries: stops at fn's non-zero, or when *left entries
+ * have been looked through, each counted off *left */
+static int walk(pid_t pid, const struct entries *e, unsigned int *left,
 		pyobj_item_fn fn, void *ctx)
 {
 	uint8_t buf[CHUNK * 24];
-	uint64_t vals[CHUNK], i, j, n = e->n < max ? e->n : max;
+	uint64_t vals[CHUNK], i, j;
 	int ret;
 
-	for (i = 0; i < n; i += CHUNK) {
-		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+	for (i = 0; i < e->n && *left; i += CHUNK) {
+		uint64_t k = e->n - i < CHUNK ? e->n - i : CHUNK;
 
+		if (k > *left)
+			k = *left;
 		if (symbols__read_mem(pid, e->at + i * e->size, buf,
 				      k * e->size) ||
 		    (e->values && symbols__read_mem(pid, e->values + i * 8,
@@ -267,6 +270,7 @@ static int walk(pid_t pid, const struct entries *e, unsigned int max,
 			uint64_t value = e->values ? vals[j] :
 				get64(buf, j * e->size + e->value);
 
+			(*left)--;
 			/* free slots and deleted entries have no value */
 			if (!key || !value)
 				continue;
@@ -305,7 +309,7 @@ int pyobj__dict_items(pid_t pid, const struct py_proc *proc, uint64_t dict,
 	struct entries e;
 	int err = dict_entries(pid, proc, dict, &e);
 
-	return err ? err : walk(pid, &e, max, fn, ctx);
+	return err ? err : walk(pid, &e, &max, fn, ctx);
 }
 
 struct find {
@@ -326,30 +330,32 @@ static int match(uint64_t key, uint64_t value, void *ctx)
 }
 
 static int find_in(pid_t pid, const struct py_proc *proc,
-		   const struct entries *e, const char *key, uint64_t *value)
+		   const struct entries *e, const char *key, uint64_t *value,
+		   unsigned int *left)
 {
 	struct find f = { pid, proc, key, 0 };
-	int ret = walk(pid, e, MAX_ENTRIES, match, &f);
+	int ret = walk(pid, e, left, match, &f);
 
 	*value = f.value;
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
-/* The value under the str key: 0, -ENOENT when absent, or -errno. */
+/* The value under the str key, looking through at most *left entries:
+ * 0, -ENOENT when absent, or -errno. */
 static int dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
-		    const char *key, uint64_t *value)
+		    const char *key, uint64_t *value, unsigned int *left)
 {
 	struct entries e;
 	int err = dict_entries(pid, proc, dict, &e);
 
 	*value = 0;
-	return err ? err : find_in(pid, proc, &e, key, value);
+	return err ? err : find_in(pid, proc, &e, key, value, left);
 }
 
 /* Values kept without a dict, keyed by the type's shared keys. */
 static int values_get(pid_t pid, const struct py_proc *proc,
 		      const struct layout *l, uint64_t type, uint64_t values,
-		      const char *name, uint64_t *value)
+		      const char *name, uint64_t *value, unsigned int *left)
 {
 	struct entries e;
 	uint64_t keys;
@@ -358,11 +364,11 @@ static int values_get(pid_t pid, const struct py_proc *proc,
 	    entries_of(pid, l, keys, &e))
 		return -EFAULT;
 	e.values = values + l->values_array;
-	return find_in(pid, proc, &e, name, value);
+	return find_in(pid, proc, &e, name, value, left);
 }
 
 int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
-		const char *name, uint64_t *value)
+		const char *name, uint64_t *value, unsigned int *left)
 {
 	const struct layout *l = layout_of(proc);
 	uint8_t head[TYPE_HEAD];
@@ -382,25 +388,27 @@ int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		if (dictoffset <= 0 || dictoffset > (1 << 20) ||
 		    pyobj__read64(pid, obj + dictoffset, &dict) || !dict)
 			return -ENOENT;
-		return dict_get(pid, proc, dict, name, value);
+		return dict_get(pid, proc, dict, name, value, left);
 	}
 	if (pyobj__read64(pid, obj - 24, &word))
 		return -EFAULT;
 	switch (l->managed) {
 	case MANAGED_311:
 		if (word)
-			return dict_get(pid, proc, word, name, value);
+			return dict_get(pid, proc, word, name, value, left);
 		if (pyobj__read64(pid, obj - 32, &word) || !word)
 			return -ENOENT;
-		return values_get(pid, proc, l, type, word, name, value);
+		return values_get(pid, proc, l, type, word, name, value,
+				  left);
 	case MANAGED_312:
 		if (word & 1)
 			return values_get(pid, proc, l, type, word + 1, name,
-					  value);
-		return word ? dict_get(pid, proc, word, name, value) : -ENOENT;
+					  value, left);
+		return word ? dict_get(pid, proc, word, name, value, left) :
+			      -ENOENT;
 	default:
 		if (word)
-			return dict_get(pid, proc, word, name, value);
+			return dict_get(pid, proc, word, name, value, left);
 		if (!(flags & F_INLINE_VALUES))
 			return -ENOENT;
 		word = obj + get64(head, TP_BASICSIZE);
@@ -408,7 +416,8 @@ int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 			return -EFAULT;
 		if (!valid)
 			return -ENOENT;
-		return values_get(pid, proc, l, type, word, name, value);
+		return values_get(pid, proc, l, type, word, name, value,
+				  left);
 	}
 }
 
@@ -418,6 +427,7 @@ int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 {
 	const struct py_offsets *off = &proc->off;
 	uint64_t interp, next, modules, mod, dict;
+	unsigned int left = MAX_ENTRIES;	/* of both dicts */
 	char type[16];
 	int i, err;
 
@@ -439,12 +449,12 @@ int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 	if (pyobj__read64(pid, interp + off->interp_modules, &modules) ||
 	    !modules)
 		return -ENOENT;
-	err = dict_get(pid, proc, modules, module, &mod);
+	err = dict_get(pid, proc, modules, module, &mod, &left);
 	if (err)
 		return err;
 	if (!pyobj__type_name(pid, mod, type, sizeof(type)) ||
 	    strcmp(type, "module") ||
 	    pyobj__read64(pid, mod + MODULE_DICT, &dict))
 		return -EFAULT;
-	return dict_get(pid, proc, dict, name, value);
+	return dict_get(pid, proc, dict, name, value, &left);
 }

@@ -32,10 +32,12 @@ int pyobj__dict_items(pid_t pid, const struct py_proc *proc, uint64_t dict,
 		      unsigned int max, pyobj_item_fn fn, void *ctx);
 
 /* The attribute name of the object at obj, as its __dict__ (or the inline
- * values that stand for it) holds it: 0, -ENOENT when it has none, or
- * -errno as pyobj__dict_items. */
+ * values that stand for it) holds it: 0, -ENOENT when it has none (or not
+ * among the first *left attributes), or -errno as pyobj__dict_items.  The
+ * attributes looked through are counted off *left: a caller that reads
+ * many objects bounds them all with one budget. */
 int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
-		const char *name, uint64_t *value);
+		const char *name, uint64_t *value, unsigned int *left);
 
 /* A global of the module sys.modules[module] of the main interpreter;
  * errors as pyobj__attr. */

@@ -18,11 +18,23 @@
 #include "symbols.h"
 #include "threadnames.h"
 
+/*
+ * Attributes looked through in one reading, of all its threads together.
+ * Each costs a read of the target, ~0.6 us (process_vm_readv of 64
+ * bytes).  A Thread sets _name second and _native_id seventh or eighth
+ * (Thread.__init__, Lib/threading.py, 3.8 to 3.15): about 10 a thread.
+ * Without a budget a table that lies, of THREADNAMES_MAX threads with
+ * 2^16 attributes each, cost 2^28 reads, minutes; with 32 a thread, it
+ * costs 2^17, 80 ms, and subclasses keep room for their own.
+ */
+#define ATTRS_MAX	(THREADNAMES_MAX * 32)
+
 struct gather {
 	pid_t pid;
 	const struct py_proc *proc;
 	struct threadname *out;
 	int n, max;
+	unsigned int attrs_left;
 };
 
 /* Cut s to fit len bytes, not inside a UTF-8 sequence. */
@@ -47,12 +59,14 @@ static int one_thread(uint64_t key, uint64_t thread, void *ctx)
 	char *s;
 
 	(void)key;
-	if (g->n >= g->max)
+	if (g->n >= g->max || !g->attrs_left)
 		return 1;
-	if (pyobj__attr(g->pid, g->proc, thread, "_native_id", &native) ||
+	if (pyobj__attr(g->pid, g->proc, thread, "_native_id", &native,
+			&g->attrs_left) ||
 	    pyobj__int(g->pid, g->proc, native, &tid, &neg) || neg || !tid ||
 	    tid > 0x3fffffff ||
-	    pyobj__attr(g->pid, g->proc, thread, "_name", &name))
+	    pyobj__attr(g->pid, g->proc, thread, "_name", &name,
+			&g->attrs_left))
 		return 0;	/* not started yet, or not one we can read */
 	s = symbols__read_str(g->pid, g->proc, name);
 	if (!s)
@@ -69,7 +83,7 @@ static int one_thread(uint64_t key, uint64_t thread, void *ctx)
 int threadnames__read(pid_t pid, const struct py_proc *proc, uint64_t *active,
 		      struct threadname *out, int max)
 {
-	struct gather g = { pid, proc, out, 0, max };
+	struct gather g = { pid, proc, out, 0, max, ATTRS_MAX };
 	int err;
 
 	if (!pyobj__supported(proc))
