@@ -9,12 +9,13 @@ from conftest import Profile, assert_recorded, fmt_frame, pct, python_frames, ru
 RATE = 200
 
 
-def record(procs, staging, workdir, interp, workload, seconds, extra=()):
+def record(procs, staging, workdir, interp, workload, seconds, extra=(), wrap=()):
+    """Record the workload, run under the command wrap when given."""
     script = staging.script(interp, workload)
     result = staging.result_file(interp)
     out = os.path.join(workdir, workload.replace(".py", ".folded"))
     run = run_pysight(procs, ["record", "-o", out, "-r", RATE] + list(extra) + ["--"]
-                      + interp.argv(script, seconds, result), timeout=90)
+                      + list(wrap) + interp.argv(script, seconds, result), timeout=90)
     assert_recorded(run)
     return Profile.load(out), staging.read_result(interp, result)
 
@@ -163,6 +164,21 @@ def test_same_name_other_lines(interp, procs, staging, workdir):
             "%.1f%%; lines seen %s" % (interp.id, line, variant, got, want, by_line))
 
 
+def thread_roots(interp, prof, want):
+    """The one root of each function of thread_names.py, which must have
+    its thread's share of the samples."""
+    roots = {}
+    for fn in sorted(want):
+        stacks = prof.containing(fn, "thread_names.py")
+        # four threads share one GIL: a quarter of a CPU each
+        assert stacks.total >= 0.5 * 3 * RATE / 4, "%s: %d samples of %s" % (
+            interp.id, stacks.total, fn)
+        got = {fmt_frame(frames[0]) for frames, _ in stacks.stacks}
+        assert len(got) == 1, "%s: %s sampled under %s" % (interp.id, fn, sorted(got))
+        roots[fn] = got.pop()
+    return roots
+
+
 @pytest.mark.all_interpreters
 def test_python_thread_names(interp, procs, staging, workdir):
     """Threads carry the names Python gives them, as py-spy shows them: up
@@ -172,11 +188,30 @@ def test_python_thread_names(interp, procs, staging, workdir):
     prof, truth = record(procs, staging, workdir, interp, "thread_names.py", 3, ["--threads"])
     want = truth["threads"]
     assert want["in_pool"][1] == "pool_0" and want["in_main"][1] == "MainThread", want
+    roots = thread_roots(interp, prof, want)
     for fn, (tid, name) in sorted(want.items()):
-        stacks = prof.containing(fn, "thread_names.py")
-        # four threads share one GIL: a quarter of a CPU each
-        assert stacks.total >= 0.5 * 3 * RATE / 4, "%s: %d samples of %s" % (
-            interp.id, stacks.total, fn)
-        roots = {fmt_frame(frames[0]) for frames, _ in stacks.stacks}
-        assert roots == {"thread %d (%s)" % (tid, name)}, "%s: %s sampled under %s" % (
-            interp.id, fn, sorted(roots))
+        assert roots[fn] == "thread %d (%s)" % (tid, name), "%s: %s sampled under %s" % (
+            interp.id, fn, roots[fn])
+
+
+NAMED_ROOT = re.compile(r"^thread (\d+) \((.*)\)$")
+
+
+def test_python_thread_names_pid_namespace(interp, procs, staging, workdir):
+    """The same names for a process in a PID namespace of its own (as in
+    a container): its Threads know their native ids as the namespace
+    numbers them, from 1, while the samples carry the host's tids.  Each
+    root must be its thread's host tid with its Python name."""
+    prof, truth = record(procs, staging, workdir, interp, "thread_names.py", 3, ["--threads"],
+                         wrap=["unshare", "--pid", "--mount", "--fork"])
+    want = truth["threads"]
+    assert want["in_main"] == [1, "MainThread"], "not in a PID namespace: %s" % want
+    roots = thread_roots(interp, prof, want)
+    host = {}
+    for fn, (ns_tid, name) in sorted(want.items()):
+        m = NAMED_ROOT.match(roots[fn])
+        assert m and m.group(2) == name and int(m.group(1)) != ns_tid, (
+            "%s: %s (thread %d (%s) in its namespace) sampled under %s" % (
+                interp.id, fn, ns_tid, name, roots[fn]))
+        host[fn] = int(m.group(1))
+    assert len(set(host.values())) == len(want), "%s: host tids %s" % (interp.id, host)
