@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import (PYSIGHT, REPO, Profile, assert_recorded, find_interp, pct, python_frames,
-                      run_pysight)
+from conftest import (PYSIGHT, REPO, WORKLOADS, Profile, assert_recorded, find_interp, pct,
+                      python_frames, run_pysight)
 
 RATE = 200
 SECONDS = 3
@@ -94,11 +94,12 @@ def check_ratio(prof, truth, pid):
     print("ratio.py: " + "; ".join(report))
 
 
-def record_next_to(procs, staging, workdir, hostile):
-    """Record host-wide for SECONDS under /usr/bin/time -v while ratio.py
-    and the hostile process run; returns (profile, pysight's stderr,
-    ratio's pid), after checking ratio.py's profile, pysight's exit, time,
-    memory and CPU, and that the hostile process lived throughout."""
+def record_next_to(procs, staging, workdir, hostile, wrap=()):
+    """Record host-wide for SECONDS under /usr/bin/time -v (and the command
+    wrap, when given) while ratio.py and the hostile process run; returns
+    (profile, pysight's stderr, ratio's pid), after checking ratio.py's
+    profile, pysight's exit, time, memory and CPU, and that the hostile
+    process lived throughout."""
     interp = debian_311()
     result = staging.result_file(interp)
     ratio = procs.start(interp.argv(staging.script(interp, "ratio.py"), SECONDS + 1.5,
@@ -107,7 +108,7 @@ def record_next_to(procs, staging, workdir, hostile):
     t0 = time.monotonic()
     run = run_pysight(procs, ["record", "-v", "-d", SECONDS, "-r", RATE, "-o", out,
                               "--group-by", "process"],
-                      user=["/usr/bin/time", "-v"], timeout=SECONDS + 25)
+                      user=["/usr/bin/time", "-v"] + list(wrap), timeout=SECONDS + 25)
     elapsed = time.monotonic() - t0
     assert_recorded(run)
     assert hostile.poll() is None, "the hostile process died (%s): the test proved nothing" % (
@@ -257,12 +258,12 @@ def truncate_after_segments(path):
         f.truncate(end)
 
 
-def profiled_right(procs, staging, workdir, bad):
+def profiled_right(procs, staging, workdir, bad, wrap=()):
     """Recorded next to ratio.py, the corrupt interpreter's process is
     profiled with its own names, never from the junk: what the loader
     reads (program headers, the dynamic section) is intact, and pysight
-    reads it too."""
-    prof, err, _ = record_next_to(procs, staging, workdir, bad)
+    reads it too.  Returns pysight's stderr."""
+    prof, err, _ = record_next_to(procs, staging, workdir, bad, wrap)
     mine, names = liar_frames(prof, bad.pid)
     print(mine.top(3), "\n".join(l for l in err.splitlines() if str(bad.pid) in l))
     junk = [n for n in names if n not in ("<module>", "fn_corrupt", "[unknown]",
@@ -273,6 +274,7 @@ def profiled_right(procs, staging, workdir, bad):
     assert burning >= 10 and burning >= 0.9 * mine.total, (
         "pid %d: %d of %d samples in fn_corrupt:\n%s\n%s" % (
             bad.pid, burning, mine.total, mine.top(), err[-2000:]))
+    return err
 
 
 @pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
@@ -323,6 +325,60 @@ def test_corrupt_interpreter_in_chroot(corrupt, procs, staging, workdir):
     bad = start_ready(procs, ["nice", "-n", "19", "chroot", interp.chroot, guest, script,
                               "fn_corrupt", "30"])
     profiled_right(procs, staging, workdir, bad)
+
+
+# Root without these two cannot open /proc/PID/map_files: pysight opens a
+# mapped file by its path, from our root or else from the process's.
+NO_MAP_FILES = ["setpriv", "--bounding-set=-sys_admin,-checkpoint_restore",
+                "--inh-caps=-sys_admin,-checkpoint_restore", "--"]
+
+
+def in_own_root(root, prefix, argv):
+    """argv, run as a container runs it: in a mount namespace of its own
+    whose root (pivot_root) is the directory root, with the host's /usr
+    at /usr and the interpreter's prefix at /py.  The mounts are the
+    namespace's, gone with its last process: nothing to undo."""
+    for d in ("usr", "py", "proc", "old"):
+        os.mkdir(os.path.join(root, d))
+    for d in ("bin", "lib", "lib64"):
+        if not os.path.islink("/" + d):
+            pytest.skip("/%s is not a link into /usr" % d)
+        os.symlink(os.readlink("/" + d), os.path.join(root, d))
+    setup = ('mount --bind "$1" "$1" && mount --bind /usr "$1/usr" && '
+             'mount --bind "$2" "$1/py" && mount -t proc proc "$1/proc" && '
+             'cd "$1" && pivot_root . old && umount -l /old && shift 2 && exec "$@"')
+    return ["unshare", "--mount", "sh", "-c", setup, "sh", root, prefix] + list(argv)
+
+
+@pytest.mark.parametrize("corrupt", [corrupt_section_headers, truncate_after_segments],
+                         ids=["section_headers", "truncated"])
+def test_corrupt_libpython_in_container(corrupt, procs, staging, workdir):
+    """test_corrupt_libpython_on_disk's libpython, in a container: the
+    process has a root and a mount namespace of its own, and its maps name
+    the library /pylib/libpython3.12.so.1.0, a path the host does not
+    have.  Recorded without the capabilities that open map_files, pysight
+    must read the file through /proc/PID/root; it is corrupted while the
+    process runs, which is profiled right and never named from the junk."""
+    pyenv = find_interp("3.12", "pyenv")
+    if pyenv is None:
+        pytest.skip("no pyenv 3.12 (shared libpython) here")
+    if not shutil.which("setpriv") or not shutil.which("pivot_root"):
+        pytest.skip("no setpriv or pivot_root (util-linux) here")
+    prefix = os.path.dirname(os.path.dirname(pyenv.exe))
+    root = os.path.join(workdir, "root")
+    os.makedirs(os.path.join(root, "pylib"))
+    lib = os.path.join(root, "pylib", "libpython3.12.so.1.0")
+    shutil.copy2(os.path.join(prefix, "lib", os.path.basename(lib)), lib)
+    shutil.copy(os.path.join(WORKLOADS, "named_burn.py"), root)
+    guest_exe = "/py/" + os.path.relpath(pyenv.exe, prefix)
+    bad = start_ready(procs, ["nice", "-n", "19"] + in_own_root(root, prefix, [
+        "env", "LD_LIBRARY_PATH=/pylib", guest_exe, "/named_burn.py", "fn_corrupt", "30"]))
+    with open("/proc/%d/maps" % bad.pid) as f:
+        assert " /pylib/libpython3.12.so.1.0\n" in f.read(), "the copy is not the one mapped"
+    assert not os.path.exists("/pylib"), "the host has a /pylib: the test proves nothing"
+    corrupt(lib)
+    err = profiled_right(procs, staging, workdir, bad, wrap=NO_MAP_FILES)
+    assert "pid %d is Python 3.12 (/pylib/libpython3.12.so.1.0)" % bad.pid in err, err[-3000:]
 
 
 # --------------------------------------------------------------------------
