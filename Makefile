@@ -13,7 +13,11 @@ CFLAGS ?= -O2 -g
 VERSION := 0.1.0
 WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
-INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -I$(OUTPUT)/otlp -Ibpf -Iuser
+# user/ is the commands; the library is in folders by layer, each using
+# only those after it here (docs/DESIGN.md, "Files")
+LAYERS := collect format python agent profile sys lib
+INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -I$(OUTPUT)/otlp -Ibpf -Iuser \
+	    $(patsubst %,-Iuser/%,$(LAYERS))
 LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw -lcurl \
 	-lmicrohttpd -lpthread
 
@@ -36,7 +40,8 @@ OTLP_PROTOS := opentelemetry/proto/common/v1/common \
 	       google/protobuf/any google/rpc/status
 OTLP_GEN := $(patsubst %,$(OUTPUT)/otlp/%.pb-c.c,$(OTLP_PROTOS))
 OTLP_OBJS := $(patsubst %,$(OUTPUT)/otlp/%.pb-c.o,$(OTLP_PROTOS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c $(patsubst %,user/%/*.c,$(LAYERS)))
+USER_HDRS := $(wildcard user/*.h $(patsubst %,user/%/*.h,$(LAYERS)))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/profile.pb-c.o \
 	     $(OTLP_OBJS)
 # pprof's message types, generated from the profile.proto Debian ships
@@ -45,20 +50,20 @@ PPROF_GEN := $(OUTPUT)/pprof/profile.pb-c.c
 # what runs without BPF or root: the unit tests link these.  The
 # collector's sampler is linked too, for its skeleton's symbols; an
 # offline collector never loads it.
-LIB_SRCS := user/arena.c user/cgroup.c user/collapse.c user/collector.c \
-	    user/container.c user/elffile.c \
-	    user/filename.c user/flatten.c \
-	    user/htab.c user/ksyms.c user/labels.c \
-	    user/linetable.c user/offsets.c user/offsets_table.c \
-	    user/privs.c user/process.c user/profile.c user/pylocals.c user/pyobj.c \
-	    user/threadnames.c \
-	    user/read_folded.c user/read_pprof.c user/read_speedscope.c user/reader.c \
-	    user/registry.c user/sampler.c user/stackread.c user/symbols.c \
-	    user/tally.c user/topview.c \
-	    user/writer.c user/write_folded.c user/write_pprof.c \
-	    user/write_speedscope.c user/write_svg.c \
-	    user/control.c user/exporter.c user/fdio.c user/history.c user/otlp.c \
-	    user/service.c user/spool.c \
+LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/collect/collector.c \
+	    user/sys/container.c user/sys/elffile.c \
+	    user/python/filename.c user/format/flatten.c \
+	    user/lib/htab.c user/sys/ksyms.c user/profile/labels.c \
+	    user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
+	    user/sys/privs.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
+	    user/python/threadnames.c \
+	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/reader.c \
+	    user/collect/registry.c user/collect/sampler.c user/python/stackread.c user/python/symbols.c \
+	    user/profile/tally.c user/topview.c \
+	    user/format/writer.c user/format/write_folded.c user/format/write_pprof.c \
+	    user/format/write_speedscope.c user/format/write_svg.c \
+	    user/agent/control.c user/agent/exporter.c user/lib/fdio.c user/agent/history.c user/agent/otlp.c \
+	    user/agent/service.c user/agent/spool.c \
 	    $(PPROF_GEN) $(OTLP_GEN)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -91,7 +96,7 @@ $(OUTPUT)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/otlp -c $< -o $@
 
-$(OUTPUT)/otlp.o $(OUTPUT)/exporter.o: $(OUTPUT)/otlp/.gen
+$(OUTPUT)/agent/otlp.o $(OUTPUT)/agent/exporter.o: $(OUTPUT)/otlp/.gen
 
 otlp: $(OTLP_OBJS)
 .PHONY: all deps demo test unit integration clean pythons fuzz asan test-asan integration-asan \
@@ -121,7 +126,7 @@ $(OUTPUT)/pysight.skel.h: $(OUTPUT)/pysight.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUTPUT)/sampler.o: $(OUTPUT)/pysight.skel.h
+$(OUTPUT)/collect/sampler.o: $(OUTPUT)/pysight.skel.h
 
 $(PPROF_GEN): $(PPROF_PROTO) | $(OUTPUT)
 	$(call msg,PROTOC,$@)
@@ -134,17 +139,18 @@ $(OUTPUT)/profile.pb-c.o: $(PPROF_GEN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
-$(OUTPUT)/write_pprof.o $(OUTPUT)/read_pprof.o: $(PPROF_GEN)
+$(OUTPUT)/format/write_pprof.o $(OUTPUT)/format/read_pprof.o: $(PPROF_GEN)
 
 # The flame graph's script, as a C string the SVG writer embeds.
-$(OUTPUT)/write_svg.js.h: user/write_svg.js | $(OUTPUT)
+$(OUTPUT)/write_svg.js.h: user/format/write_svg.js | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 
-$(OUTPUT)/write_svg.o: $(OUTPUT)/write_svg.js.h
+$(OUTPUT)/format/write_svg.o: $(OUTPUT)/write_svg.js.h
 
-$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h | $(OUTPUT)
+$(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/pysight.h | $(OUTPUT)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
 
 $(OUTPUT)/pysight: $(USER_OBJS)
@@ -153,13 +159,14 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 
 # sanitizers on: these parse untrusted bytes.  -rdynamic: a test binary is
 # its own ELF fixture, and exports its symbols as an interpreter does.
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(wildcard user/*.h) bpf/pysight.h \
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(USER_HDRS) bpf/pysight.h \
 		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -rdynamic $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
 
 unit: $(UNIT_BINS)
+	$(Q)tools/check-layers
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done
 
 # A chroot that cannot be built (sid is unstable) costs its interpreters,
@@ -230,9 +237,10 @@ LSAN_SUPP := $(abspath tests/asan/lsan.supp)
 $(ASAN_DIR):
 	$(Q)mkdir -p $@
 
-$(ASAN_DIR)/%.o: user/%.c $(wildcard user/*.h) bpf/pysight.h $(OUTPUT)/pysight.skel.h \
+$(ASAN_DIR)/%.o: user/%.c $(USER_HDRS) bpf/pysight.h $(OUTPUT)/pysight.skel.h \
 		$(OUTPUT)/write_svg.js.h $(PPROF_GEN) | $(ASAN_DIR)
 	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
 
 $(ASAN_DIR)/profile.pb-c.o: $(PPROF_GEN) | $(ASAN_DIR)
@@ -244,7 +252,7 @@ $(ASAN_DIR)/otlp/%.pb-c.o: $(OUTPUT)/otlp/%.pb-c.c
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(ASAN_FLAGS) -I$(OUTPUT)/otlp -c $< -o $@
 
-$(ASAN_DIR)/otlp.o $(ASAN_DIR)/exporter.o: $(OUTPUT)/otlp/.gen
+$(ASAN_DIR)/agent/otlp.o $(ASAN_DIR)/agent/exporter.o: $(OUTPUT)/otlp/.gen
 
 $(ASAN_DIR)/pysight: $(ASAN_OBJS)
 	$(call msg,LINK,$@)
@@ -288,63 +296,64 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
 # the tests' _PyRuntime copies, for the layouts of 3.13 on (tests/fuzz/layout.h)
 FUZZ_FIXTURES := -DFIXTURES=\"$(abspath tests/fixtures)\"
 FUZZ_HDRS := tests/fuzz/layout.h tests/fuzz/le.h tests/fuzz/fakemem.h
-PROFILE_SRCS := user/arena.c user/htab.c user/labels.c user/profile.c \
-		user/read_folded.c user/read_pprof.c user/read_speedscope.c \
-		user/reader.c user/tally.c user/writer.c user/write_folded.c \
-		user/write_pprof.c user/write_speedscope.c user/write_svg.c \
-		user/flatten.c user/filename.c $(PPROF_GEN)
+PROFILE_SRCS := user/lib/arena.c user/lib/htab.c user/profile/labels.c user/profile/profile.c \
+		user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c \
+		user/format/reader.c user/profile/tally.c user/format/writer.c user/format/write_folded.c \
+		user/format/write_pprof.c user/format/write_speedscope.c user/format/write_svg.c \
+		user/format/flatten.c user/python/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
 	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs
 # what inspecting an interpreter file takes
-ELF_SRCS := user/elffile.c user/process.c user/offsets.c user/offsets_table.c
+ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c
 
-$(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c | $(OUTPUT)
+$(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/python/linetable.c | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
 
-$(OUTPUT)/fuzz_profiles: tests/fuzz/fuzz_profiles.c $(PROFILE_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_profiles: tests/fuzz/fuzz_profiles.c $(PROFILE_SRCS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(PROFILE_SRCS) -ljson-c -lprotobuf-c -lz -lm -o $@
 
-$(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(FUZZ_HDRS) $(ELF_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(FUZZ_HDRS) $(ELF_SRCS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(ELF_SRCS) -lelf -lz -o $@
 
-$(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/offsets.c \
-		user/offsets_table.c $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/python/offsets.c \
+		user/python/offsets_table.c $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/offsets.c user/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/python/offsets.c user/python/offsets_table.c -o $@
 
 # code objects, str and bytes read from a fake address space
-$(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c $(FUZZ_HDRS) $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/python/symbols.c user/python/linetable.c \
+		user/python/offsets.c user/python/offsets_table.c $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< user/python/symbols.c user/python/linetable.c \
+		user/python/offsets.c user/python/offsets_table.c -o $@
 
 # EV_CODE: a code object named from the bytes BPF copied at its dealloc
-$(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/symbols.c user/linetable.c \
-		user/offsets.c user/offsets_table.c $(FUZZ_HDRS) $(wildcard user/*.h) | $(OUTPUT)
+$(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/python/symbols.c user/python/linetable.c \
+		user/python/offsets.c user/python/offsets_table.c $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< \
-		user/symbols.c user/linetable.c user/offsets.c user/offsets_table.c -o $@
+		user/python/symbols.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c -o $@
 
 # dump: a thread's frames, their names and locals, from a fake address
 # space of segments copied out of a real interpreter
-DUMP_SRCS := user/stackread.c user/pylocals.c user/symbols.c user/linetable.c \
-	     user/offsets.c user/offsets_table.c
+DUMP_SRCS := user/python/stackread.c user/python/pylocals.c user/python/pyobj.c \
+	     user/python/symbols.c user/python/linetable.c \
+	     user/python/offsets.c user/python/offsets_table.c
 $(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) $(FUZZ_HDRS) \
-		$(wildcard user/*.h) | $(OUTPUT)
+		$(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@
 
 # what processes, containers and the network write: /proc files, cgroup
 # paths, control socket lines, OTLP servers' answers
-INPUT_SRCS := $(ELF_SRCS) user/cgroup.c user/container.c user/service.c \
-	      user/fdio.c user/control.c user/otlp.c user/profile.c user/arena.c \
-	      user/htab.c user/labels.c $(OTLP_GEN)
-$(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(wildcard user/*.h) | $(OUTPUT)
+INPUT_SRCS := $(ELF_SRCS) user/sys/cgroup.c user/sys/container.c user/agent/service.c \
+	      user/lib/fdio.c user/agent/control.c user/agent/otlp.c user/profile/profile.c user/lib/arena.c \
+	      user/lib/htab.c user/profile/labels.c $(OTLP_GEN)
+$(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(INPUT_SRCS) -lelf -lz -lprotobuf-c -o $@
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Emit line-table test vectors for user/linetable.c.
+"""Emit line-table test vectors for user/python/linetable.c.
 
 Run with each interpreter to be covered (3.8 and later); it writes one
 fixture file for the running interpreter's minor version:

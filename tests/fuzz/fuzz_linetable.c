@@ -3,7 +3,7 @@
  * libFuzzer harness for linetable__line().
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iuser \
- *         tests/fuzz/fuzz_linetable.c user/linetable.c -o /tmp/fuzz_lt
+ *         tests/fuzz/fuzz_linetable.c user/python/linetable.c -o /tmp/fuzz_lt
  *   mkdir -p /tmp/lt-corpus && /tmp/fuzz_lt -max_total_time=120 /tmp/lt-corpus
  *
  * Input layout: byte 0 picks the minor, bytes 1-4 the firstlineno,

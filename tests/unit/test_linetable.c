@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit test for user/linetable.c.
+ * Unit test for user/python/linetable.c.
  *
  *   cc -Wall -Wextra -Werror -Iuser tests/unit/test_linetable.c \
- *      user/linetable.c -o /tmp/t && /tmp/t tests/fixtures
+ *      user/python/linetable.c -o /tmp/t && /tmp/t tests/fixtures
  *
  * Checks every vector in <fixtures>/linetable-3.X.txt (written by
  * tools/gen-linetable-vectors.py from the real interpreters), hand-made

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Unit test for user/offsets.c: the 3.8-3.12 table and the _Py_DebugOffsets
+ * Unit test for user/python/offsets.c: the 3.8-3.12 table and the _Py_DebugOffsets
  * parser, against .PyRuntime bytes of real interpreters and mutations of
  * them.  Run from the top of the tree:
  *
  *   cc -Wall -Wextra -Werror -Ibpf -Iuser tests/unit/test_offsets.c \
- *      user/offsets.c user/offsets_table.c -o /tmp/t && /tmp/t
+ *      user/python/offsets.c user/python/offsets_table.c -o /tmp/t && /tmp/t
  */
 #include <errno.h>
 #include <stdbool.h>

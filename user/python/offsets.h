@@ -32,7 +32,7 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 			struct py_offsets *out, char *err, size_t errlen);
 
 /*
- * Internal: the generated tables (user/offsets_table.c, tools/gen-offsets).
+ * Internal: the generated tables (user/python/offsets_table.c, tools/gen-offsets).
  * Only offsets.c and the unit test use them.
  */
 
