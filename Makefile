@@ -53,7 +53,7 @@ PPROF_GEN := $(OUTPUT)/pprof/profile.pb-c.c
 LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/collect/collector.c \
 	    user/sys/container.c user/sys/elffile.c \
 	    user/python/filename.c user/format/flatten.c \
-	    user/lib/htab.c user/sys/ksyms.c user/profile/labels.c \
+	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/privs.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c \

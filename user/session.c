@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "clock.h"
 #include "container.h"
+#include "log.h"
 #include "privs.h"
 #include "session.h"
 #include "usage.h"
@@ -106,7 +107,7 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 		o->kernel_stacks = true;
 		break;
 	case 'v':
-		o->verbose++;
+		log_verbose = ++o->verbose;
 		break;
 	case ARGP_KEY_ARG:	/* after the command's own parser passed it on */
 		usage_error("unexpected argument '%s' (a command goes after --)",
