@@ -57,7 +57,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/privs.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c \
-	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/reader.c \
+	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/python/stackread.c user/python/symbols.c \
 	    user/profile/tally.c user/topview.c \
 	    user/format/writer.c user/format/write_folded.c user/format/write_pprof.c \
@@ -165,8 +165,8 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(USER_HDRS) bpf/pysight.h \
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -rdynamic $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
 
-unit: $(UNIT_BINS)
-	$(Q)tools/check-layers
+unit: $(UNIT_BINS) $(USER_OBJS)
+	$(Q)tools/check-layers $(OUTPUT)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done
 
 # A chroot that cannot be built (sid is unstable) costs its interpreters,
@@ -297,7 +297,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(INCLUDES)
 FUZZ_FIXTURES := -DFIXTURES=\"$(abspath tests/fixtures)\"
 FUZZ_HDRS := tests/fuzz/layout.h tests/fuzz/le.h tests/fuzz/fakemem.h
 PROFILE_SRCS := user/lib/arena.c user/lib/htab.c user/profile/labels.c user/profile/profile.c \
-		user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c \
+		user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c \
 		user/format/reader.c user/profile/tally.c user/format/writer.c user/format/write_folded.c \
 		user/format/write_pprof.c user/format/write_speedscope.c user/format/write_svg.c \
 		user/format/flatten.c user/python/filename.c $(PPROF_GEN)

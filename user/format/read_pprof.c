@@ -14,6 +14,7 @@
 
 #include "labels.h"
 #include "pprof.h"
+#include "read_kit.h"
 #include "reader.h"
 
 typedef Perftools__Profiles__Profile Profile;
@@ -33,7 +34,7 @@ struct pprof_in {
 };
 
 /* The reason, in err: -EINVAL. */
-#define fail(in, ...) reader__error((in)->err, (in)->errlen, __VA_ARGS__)
+#define fail(in, ...) read_kit__error((in)->err, (in)->errlen, __VA_ARGS__)
 
 /* gzip'd input inflated, at most max bytes. */
 static int gunzip(const uint8_t *src, size_t len, size_t max, uint8_t **out,
@@ -231,7 +232,7 @@ static int push_location(struct pprof_in *in, const Location *loc,
 	if (!loc->n_line) {	/* not symbolized: its address */
 		snprintf(addr, sizeof(addr), "0x%llx",
 			 (unsigned long long)loc->address);
-		return reader__push(in->p, in->b, addr, NULL, 0, 0);
+		return stack_build__push(in->p, in->b, addr, NULL, 0, 0);
 	}
 	/* the last line is the caller the others were inlined into */
 	for (i = loc->n_line; i-- > 0;) {
@@ -240,7 +241,7 @@ static int push_location(struct pprof_in *in, const Location *loc,
 		if (!f)
 			return fail(in, "sample %zu: function id %llu not defined",
 				    si, (unsigned long long)loc->line[i]->function_id);
-		ret = reader__push(in->p, in->b, string_at(in->pb, f->name),
+		ret = stack_build__push(in->p, in->b, string_at(in->pb, f->name),
 				   string_at(in->pb, f->filename),
 				   (int)loc->line[i]->line, (int)f->start_line);
 		if (ret)
@@ -314,7 +315,7 @@ static int read_sample(struct pprof_in *in, const Sample *s, size_t si)
 	read_labels(in->pb, s, &lab);
 	if (profile__unit(in->p) == UNIT_SAMPLES)
 		count = weight;
-	ret = reader__add(in->p, in->b, &lab, (uint64_t)count,
+	ret = stack_build__add(in->p, in->b, &lab, (uint64_t)count,
 			  (uint64_t)weight);
 	return ret == -EINVAL ? 0 : ret;	/* an empty stack: nothing */
 }
@@ -382,7 +383,7 @@ int read_pprof(FILE *f, size_t max, struct profile **out, char *err,
 	Profile *pb;
 	int ret;
 
-	ret = reader__slurp(f, max, &raw, &len);
+	ret = read_kit__slurp(f, max, &raw, &len);
 	if (ret)
 		return ret;
 	if (len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "labels.h"
+#include "read_kit.h"
 #include "reader.h"
 #include "speedscope.h"
 
@@ -27,7 +28,7 @@ struct ss_in {
 };
 
 /* The reason, in err: -EINVAL. */
-#define fail(in, ...) reader__error((in)->err, (in)->errlen, __VA_ARGS__)
+#define fail(in, ...) read_kit__error((in)->err, (in)->errlen, __VA_ARGS__)
 
 static json_object *member(json_object *o, const char *key, json_type type)
 {
@@ -74,7 +75,7 @@ static int push_frame(struct ss_in *in, int64_t idx, const char *where)
 	name = member(fr, "name", json_type_string);
 	file = member(fr, "file", json_type_string);
 	line = member(fr, "line", json_type_int);
-	ret = reader__push(in->p, in->b, json_object_get_string(name),
+	ret = stack_build__push(in->p, in->b, json_object_get_string(name),
 			   file ? json_object_get_string(file) : NULL,
 			   line ? json_object_get_int(line) : 0, 0);
 	if (ret == -E2BIG)
@@ -110,7 +111,7 @@ static int read_sample(struct ss_in *in, json_object *stack, double w,
 	weight = (uint64_t)llround(w * in->scale);
 	if (!weight || (!in->b->n && in->b->kind == KIND_CPU))
 		return 0;	/* nothing to add */
-	return reader__add(in->p, in->b, lab,
+	return stack_build__add(in->p, in->b, lab,
 			   profile__unit(in->p) == UNIT_NANOSECONDS ? 1 : weight,
 			   weight);
 }
@@ -259,7 +260,7 @@ int read_speedscope(FILE *f, size_t max, struct profile **out, char *err,
 	size_t len;
 	int ret;
 
-	ret = reader__slurp(f, max, &buf, &len);
+	ret = read_kit__slurp(f, max, &buf, &len);
 	if (ret)
 		return ret;
 	tok = json_tokener_new_ex(64);
