@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "collector.h"
+#include "htab.h"
 #include "offsets.h"
 #include "registry.h"
 #include "symbols.h"
@@ -348,12 +349,37 @@ static void test_read_str(void)
 	free(s);
 }
 
+/* The stacks' table by BPF hash: keys whose low bits all agree probe
+ * from one slot, and survive every growth. */
+static void test_htab64(void)
+{
+	static int v[3000];
+	struct htab64 h = {};
+	uint64_t i, bad = 0;
+
+	for (i = 0; i < 3000; i++)
+		CHECK(!htab64__set(&h, (i + 1) << 20, &v[i]), "set %lu", i);
+	CHECK(h.n == 3000 && h.n * 4 <= h.cap * 3, "n %zu of cap %zu", h.n,
+	      h.cap);
+	for (i = 0; i < 3000; i++)
+		bad += htab64__get(&h, (i + 1) << 20) != &v[i];
+	CHECK(!bad, "%lu keys lost their value", bad);
+	CHECK(!htab64__get(&h, 3001ULL << 20) && !htab64__get(&h, 0),
+	      "a key never set has a value");
+	CHECK(!htab64__set(&h, 1ULL << 20, &v[7]) && h.n == 3000 &&
+		      htab64__get(&h, 1ULL << 20) == &v[7],
+	      "setting a key again did not replace its value");
+	htab64__free(&h);
+	CHECK(!htab64__get(&h, 1ULL << 20) && !h.n, "freed, still found");
+}
+
 int main(void)
 {
 	struct child ch = {};
 	int ret;
 
 	test_read_str();
+	test_htab64();
 
 	if (!python()) {
 		printf("SKIPPED: no /usr/bin/python3 to hold code objects\n");

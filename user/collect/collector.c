@@ -17,24 +17,13 @@
 #include "container.h"
 #include "filename.h"
 #include "hashfree.h"
+#include "htab.h"
 #include "ksyms.h"
 #include "linetable.h"
 #include "registry.h"
 #include "sampler.h"
 #include "stackread.h"
 #include "symbols.h"
-
-/* A named stack of one process, by the hash BPF gave it: 16 bytes in a
- * flat table, which grows with the number of stacks. */
-struct stack_ref {
-	__u64 hash;
-	const struct pstack *stack;	/* NULL: an empty slot */
-};
-
-struct ref_table {
-	struct stack_ref *slots;
-	size_t cap, n;		/* cap: a power of 2, or 0 */
-};
 
 /* A stack with [unknown] frames, until BPF sends it again (rare). */
 struct provisional {
@@ -64,7 +53,7 @@ struct pynames {
 /* What the collector keeps per process; dropped at exit and exec. */
 struct cproc {
 	pid_t pid;
-	struct ref_table refs;
+	struct htab64 refs;	/* BPF's stack hash -> its named pstack */
 	struct provisional *provisional;
 	struct thread_ref *threads;
 	struct pynames names;
@@ -202,7 +191,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 
 static void cproc_free(struct cproc *cp)
 {
-	free(cp->refs.slots);
+	htab64__free(&cp->refs);
 	HASH_FREE_ALL(cp->provisional);
 	HASH_FREE_ALL(cp->threads);
 	free(cp->names.v);
@@ -425,14 +414,14 @@ static int walk_stacks(struct collector *c, struct profile *q,
 
 	HASH_ITER(hh, c->procs, cp, cpt) {
 		for (i = 0; i < cp->refs.cap; i++) {
-			struct stack_ref *r = &cp->refs.slots[i];
+			struct htab64_slot *r = &cp->refs.slots[i];
 
-			if (!r->stack)
+			if (!r->value)
 				continue;
-			if (q && !(out[k] = profile__copy_stack(q, r->stack)))
+			if (q && !(out[k] = profile__copy_stack(q, r->value)))
 				return -ENOMEM;
 			if (!q)
-				r->stack = out[k];
+				r->value = (void *)out[k];
 			k++;
 		}
 		HASH_ITER(hh, cp->provisional, pv, pvt) {
@@ -506,8 +495,8 @@ static void forget_stacks(struct collector *c, const struct cproc *cp)
 	if (!hashes)
 		return;		/* the map is an LRU: they age out */
 	for (i = 0; i < cp->refs.cap; i++)
-		if (cp->refs.slots[i].stack)
-			hashes[n++] = cp->refs.slots[i].hash;
+		if (cp->refs.slots[i].value)
+			hashes[n++] = cp->refs.slots[i].key;
 	sampler__forget_stacks(c->sampler, hashes, n);
 	free(hashes);
 }
@@ -566,47 +555,9 @@ static const struct pframe *python_frame(struct collector *c,
 	return pf;
 }
 
-static struct stack_ref *ref_slot(const struct ref_table *t, __u64 hash)
-{
-	size_t i;
-
-	for (i = hash & (t->cap - 1); t->slots[i].stack;
-	     i = (i + 1) & (t->cap - 1))
-		if (t->slots[i].hash == hash)
-			break;
-	return &t->slots[i];
-}
-
 static const struct pstack *find_named(const struct cproc *cp, __u64 hash)
 {
-	return cp->refs.cap ? ref_slot(&cp->refs, hash)->stack : NULL;
-}
-
-/* Name hash's stack; the load stays under 3/4. */
-static int set_named(struct cproc *cp, __u64 hash, const struct pstack *s)
-{
-	struct ref_table *t = &cp->refs, bigger;
-	struct stack_ref *slot;
-	size_t i;
-
-	if ((t->n + 1) * 4 > t->cap * 3) {
-		bigger.cap = t->cap ? t->cap * 2 : 16;
-		bigger.n = t->n;
-		bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-		if (!bigger.slots)
-			return -ENOMEM;
-		for (i = 0; i < t->cap; i++)
-			if (t->slots[i].stack)
-				*ref_slot(&bigger, t->slots[i].hash) = t->slots[i];
-		free(t->slots);
-		*t = bigger;
-	}
-	slot = ref_slot(t, hash);
-	if (!slot->stack)
-		t->n++;
-	slot->hash = hash;
-	slot->stack = s;
-	return 0;
+	return htab64__get(&cp->refs, hash);
 }
 
 static struct provisional *find_provisional(const struct cproc *cp,
@@ -700,7 +651,7 @@ static int add_stack(struct collector *c, struct cproc *cp,
 	if (!stack)
 		return -ENOMEM;
 	if (c->unknown_frames == misses)
-		return set_named(cp, ev->stack_hash, stack);
+		return htab64__set(&cp->refs, ev->stack_hash, (void *)stack);
 	sampler__forget_stack(c->sampler, ev->stack_hash);
 	c->forgotten_stacks++;
 	return set_provisional(cp, ev->stack_hash, stack);

@@ -28,13 +28,24 @@ static void place(void **slots, size_t cap, uint64_t hash, void *item)
 	slots[i] = item;
 }
 
-/* Keep the load under 3/4: linear probing stays short there. */
+static bool full(size_t n, size_t cap)
+{
+	return (n + 1) * 4 > cap * 3;
+}
+
+/* The next capacity, 0 when its slots would not fit in a size_t. */
+static size_t next_cap(size_t cap, size_t slot_size)
+{
+	cap = cap ? cap * 2 : 64;
+	return cap > SIZE_MAX / slot_size ? 0 : cap;
+}
+
 static int grow(struct htab *h)
 {
-	size_t cap = h->cap ? h->cap * 2 : 64, i;
+	size_t cap = next_cap(h->cap, sizeof(void *)), i;
 	void **slots;
 
-	if (cap > SIZE_MAX / sizeof(void *))
+	if (!cap)
 		return -ENOMEM;
 	slots = calloc(cap, sizeof(void *));
 	if (!slots)
@@ -50,7 +61,7 @@ static int grow(struct htab *h)
 
 int htab__insert(struct htab *h, uint64_t hash, void *item)
 {
-	if ((h->n + 1) * 4 > h->cap * 3 && grow(h))
+	if (full(h->n, h->cap) && grow(h))
 		return -ENOMEM;
 	place(h->slots, h->cap, hash, item);
 	h->n++;
@@ -65,6 +76,59 @@ void htab__clear(struct htab *h)
 }
 
 void htab__free(struct htab *h)
+{
+	free(h->slots);
+	h->slots = NULL;
+	h->cap = h->n = 0;
+}
+
+static struct htab64_slot *slot64(struct htab64_slot *slots, size_t cap,
+				  uint64_t key)
+{
+	size_t i;
+
+	for (i = key & (cap - 1); slots[i].value; i = (i + 1) & (cap - 1))
+		if (slots[i].key == key)
+			break;
+	return &slots[i];
+}
+
+void *htab64__get(const struct htab64 *h, uint64_t key)
+{
+	return h->cap ? slot64(h->slots, h->cap, key)->value : NULL;
+}
+
+static int grow64(struct htab64 *h)
+{
+	size_t cap = next_cap(h->cap, sizeof(*h->slots)), i;
+	struct htab64_slot *slots;
+
+	if (!cap || !(slots = calloc(cap, sizeof(*slots))))
+		return -ENOMEM;
+	for (i = 0; i < h->cap; i++)
+		if (h->slots[i].value)
+			*slot64(slots, cap, h->slots[i].key) = h->slots[i];
+	free(h->slots);
+	h->slots = slots;
+	h->cap = cap;
+	return 0;
+}
+
+int htab64__set(struct htab64 *h, uint64_t key, void *value)
+{
+	struct htab64_slot *s;
+
+	if (full(h->n, h->cap) && grow64(h))
+		return -ENOMEM;
+	s = slot64(h->slots, h->cap, key);
+	if (!s->value)
+		h->n++;
+	s->key = key;
+	s->value = value;
+	return 0;
+}
+
+void htab64__free(struct htab64 *h)
 {
 	free(h->slots);
 	h->slots = NULL;
