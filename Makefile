@@ -116,7 +116,7 @@ deps:
 $(OUTPUT) $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/pysight.bpf.o: bpf/pysight.bpf.c bpf/pysight.h vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/pysight.bpf.o: bpf/pysight.bpf.c bpf/pysight.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) \
 		-Wno-unused-parameter -Wno-unused-function -Ivmlinux/$(ARCH) -Ibpf -c $< -o $@.tmp

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The same walk as bpf/pysight.bpf.c (find_tstate, walk_frame), over
- * process_vm_readv.  Every read is bounded and may fail: the target runs
- * on, and nothing it holds is trusted.
+ * The same walk as BPF's (find_tstate in bpf/tstate.bpf.h, walk_frame in
+ * bpf/walk.bpf.h), over process_vm_readv.  Every read is bounded and may
+ * fail: the target runs on, and nothing it holds is trusted.
  */
 #include <errno.h>
 #include <stdbool.h>

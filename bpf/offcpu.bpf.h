@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Off-CPU intervals: why a thread blocks, and when its stack is taken. */
+#ifndef __PYSIGHT_OFFCPU_BPF_H
+#define __PYSIGHT_OFFCPU_BPF_H
+
+/*
+ * Off-CPU time (--mode wall|off).  Per thread, in task storage: it dies
+ * with the task, and a thread that sleeps on one CPU and wakes on
+ * another is still paired (per-CPU state loses those: OpenTelemetry's
+ * profiler, their issue #1348).
+ */
+struct thread_state {
+	__u64 off_since;	/* ktime it left the CPU, 0: on it */
+	__u64 pending;		/* weight of an ended interval whose stack is
+				 * still to be taken, 0: none */
+	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
+	__u8 kind, pending_kind;	/* why: enum sample_kind */
+	__u8 pad[6];
+	__u64 ran_at_off;	/* its CPU time when it left */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* tid -> sum_exec_runtime at its last CPU sample (--mode wall): a
+ * sample weighs the CPU time the thread used since, exactly. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_last SEC(".maps");
+
+/* Kernel stacks of off-CPU intervals (--kernel-stacks). */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PYSIGHT_KSTACK_DEPTH * sizeof(__u64));
+} kstacks SEC(".maps");
+
+/* x86-64 system calls that tell why a thread blocks. */
+enum {
+	NR_read = 0, NR_write = 1, NR_poll = 7, NR_pread64 = 17,
+	NR_pwrite64 = 18, NR_readv = 19, NR_writev = 20, NR_select = 23,
+	NR_nanosleep = 35, NR_sendfile = 40, NR_connect = 42,
+	NR_accept = 43, NR_sendto = 44, NR_recvfrom = 45, NR_sendmsg = 46,
+	NR_recvmsg = 47, NR_fsync = 74, NR_fdatasync = 75, NR_futex = 202,
+	NR_io_getevents = 208, NR_clock_nanosleep = 230,
+	NR_epoll_wait = 232, NR_openat = 257, NR_pselect6 = 270,
+	NR_ppoll = 271, NR_splice = 275, NR_epoll_pwait = 281,
+	NR_accept4 = 288, NR_preadv = 295, NR_pwritev = 296,
+	NR_recvmmsg = 299, NR_sendmmsg = 307, NR_io_uring_enter = 426,
+	NR_epoll_pwait2 = 441, NR_futex_waitv = 449,
+};
+
+#define TASK_RUNNING		0
+#define TASK_UNINTERRUPTIBLE	0x0002
+#define FUTEX_CMD_MASK		0x7f	/* without PRIVATE, CLOCK_REALTIME */
+#define FUTEX_WAIT		0
+#define FUTEX_LOCK_PI		6
+#define FUTEX_WAIT_BITSET	9
+#define FUTEX_WAIT_REQUEUE_PI	11
+#define FUTEX_LOCK_PI2		13
+
+/*
+ * The main interpreter's GIL state: in _PyRuntime up to 3.11, behind
+ * interp->ceval.gil from 3.12 (found once, kept in the process's entry).
+ */
+static __always_inline __u64 gil_addr(struct py_proc *proc)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 interp = 0, gil = 0;
+
+	if (off->runtime_gil != PY_OFF_NONE)
+		return proc->runtime_addr + off->runtime_gil;
+	if (proc->gil_addr || off->interp_gil_ptr == PY_OFF_NONE)
+		return proc->gil_addr;
+	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
+		     &interp) || !interp ||
+	    read_u64(interp + off->interp_gil_ptr, &gil))
+		return 0;
+	proc->gil_addr = gil;
+	return gil;
+}
+
+static __always_inline bool futex_waits(__u64 op)
+{
+	op &= FUTEX_CMD_MASK;
+	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET ||
+	       op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2 ||
+	       op == FUTEX_WAIT_REQUEUE_PI;
+}
+
+/*
+ * Why a blocked thread is off the CPU, from the system call it is in and
+ * its arguments (its user registers at syscall entry).  A futex wait on
+ * an address inside the GIL state is a GIL wait: take_gil() sleeps on
+ * the state's condition variable and mutex.
+ */
+static __always_inline __u8 classify(struct task_struct *task,
+				     struct py_proc *proc, unsigned int state)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 nr, a0, a1, gil;
+
+	if (state == TASK_RUNNING)
+		return KIND_RUNQUEUE;
+	if (!regs)
+		return KIND_OTHER;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	a0 = BPF_CORE_READ(regs, di);
+	a1 = BPF_CORE_READ(regs, si);
+	switch (nr) {
+	case NR_nanosleep:
+	case NR_clock_nanosleep:
+		return KIND_SLEEP;
+	case NR_select:
+	case NR_pselect6:	/* time.sleep up to 3.10: no descriptors */
+		return a0 ? KIND_IO : KIND_SLEEP;
+	case NR_poll:
+	case NR_ppoll:
+		return a1 ? KIND_IO : KIND_SLEEP;
+	case NR_futex:
+		if (!futex_waits(a1))
+			return KIND_OTHER;
+		gil = proc->state == PY_PROC_PYTHON ? gil_addr(proc) : 0;
+		if (gil && a0 >= gil && a0 < gil + proc->off.gil_size)
+			return KIND_GIL;
+		return KIND_LOCK;
+	case NR_futex_waitv:
+		return KIND_LOCK;
+	case NR_read: case NR_write: case NR_pread64: case NR_pwrite64:
+	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
+	case NR_sendfile: case NR_connect: case NR_accept: case NR_accept4:
+	case NR_sendto: case NR_recvfrom: case NR_sendmsg: case NR_recvmsg:
+	case NR_recvmmsg: case NR_sendmmsg: case NR_fsync:
+	case NR_fdatasync: case NR_io_getevents: case NR_epoll_wait:
+	case NR_epoll_pwait: case NR_epoll_pwait2: case NR_openat:
+	case NR_splice: case NR_io_uring_enter:
+		return KIND_IO;
+	}
+	/* a disk wait outside those calls: a page fault, say */
+	return state & TASK_UNINTERRUPTIBLE ? KIND_IO : KIND_OTHER;
+}
+
+/*
+ * The stack of an interval that has ended, taken now: the thread is
+ * current, so its memory is readable.  Called from its own context only.
+ */
+static __always_inline void take_pending(void *ctx, struct thread_state *t,
+					 struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid(), weight = t->pending;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct py_proc *proc;
+	struct sample_buf *b;
+
+	t->pending = 0;
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!proc || proc->state != PY_PROC_PYTHON)
+		return;
+	count(CNT_OFF_WALKED);
+	b = scratch_get();
+	if (!b)
+		return;
+	collect_stack(b, proc, task, tgid, tid);
+	if (b->ev.status != ST_NO_TSTATE && b->ev.status != ST_IDLE)
+		emit_sample(b, tgid, tid, t->pending_kind, weight,
+			    t->pending_kstack);
+	scratch_put();
+}
+
+/*
+ * A thread that runs again, which this program did not see come back on
+ * (a few times a recording, on a busy host): its interval ended where
+ * the CPU time it has used since began.  The rest waits for its stack,
+ * as an interval whose end was seen does.
+ */
+static __always_inline void close_unseen(struct thread_state *t, __u64 now,
+					 __u64 ran)
+{
+	__u64 off = now - t->off_since, ran_since = ran - t->ran_at_off;
+
+	count(CNT_OFF_UNSEEN);
+	t->off_since = 0;
+	if (off <= ran_since)
+		return;
+	if (!t->pending) {
+		t->pending_kind = t->kind;
+		t->pending_kstack = t->kstack;
+	}
+	t->pending += off - ran_since;
+}
+
+/* A thread leaves the CPU (current is prev): note when, and why. */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev)
+{
+	__u64 now, ran;
+	struct thread_state *t;
+	struct py_proc *proc;
+	unsigned int state;
+	__u32 tgid;
+
+	/*
+	 * A process user space has not answered for yet may be Python: its
+	 * intervals open now, so a sleep that begins before the answer
+	 * (a 'record -- CMD' of a position-independent Python: 4-8 ms of
+	 * its first sleep) is whole.  Their stacks are taken only if it is
+	 * Python by then.  Its GIL is not known yet: a wait on it counts as
+	 * a lock.
+	 */
+	proc = python_of(prev, &tgid, true, true);
+	if (!proc)
+		return;
+	t = bpf_task_storage_get(&threads, prev, 0, 0);
+	if (!t) {
+		/* an exiting thread still switches out, after its exit
+		 * hook dropped its state: do not make it a new one */
+		if (BPF_CORE_READ(prev, flags) & PF_EXITING)
+			return;
+		t = bpf_task_storage_get(&threads, prev, 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+		count(CNT_THREAD_STATES);
+	}
+	now = bpf_ktime_get_ns();
+	ran = BPF_CORE_READ(prev, se.sum_exec_runtime);
+	if (t->off_since)
+		close_unseen(t, now, ran);
+	if (t->pending)		/* it ran, and no hook took the last one */
+		take_pending(ctx, t, prev);
+	state = BPF_CORE_READ(prev, __state);
+	t->off_since = now;
+	t->ran_at_off = ran;
+	t->kind = classify(prev, proc, state);
+	t->kstack = kernel_stacks ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+}
+
+/*
+ * A thread comes back: how long it was off is known now.  A stack walk
+ * costs 2-5 us, more than a short block, so an interval shorter than
+ * walk_below_ns is kept with probability length / walk_below_ns, and
+ * then weighs walk_below_ns: the expected total stays exact, as a
+ * sampler's does.  The stack itself cannot be read here (current is
+ * still the thread leaving): it is taken in the thread's own context,
+ * at its system call's exit (a block in a syscall: the stack has not
+ * moved), else at its next sample or switch.
+ */
+static __always_inline void switch_in(struct task_struct *next)
+{
+	struct thread_state *t = bpf_task_storage_get(&threads, next, 0, 0);
+	__u64 off;
+
+	if (!t || !t->off_since)
+		return;
+	off = bpf_ktime_get_ns() - t->off_since;
+	t->off_since = 0;
+	count(CNT_OFF_INTERVALS);
+	if (off < walk_below_ns) {
+		if (bpf_get_prandom_u32() % walk_below_ns >= off)
+			return;
+		off = walk_below_ns;
+	}
+	t->pending = off;
+	t->pending_kind = t->kind;
+	t->pending_kstack = t->kstack;
+}
+
+#endif /* __PYSIGHT_OFFCPU_BPF_H */
