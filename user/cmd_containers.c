@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "container.h"
 #include "hashfree.h"
+#include "log.h"
 #include "process.h"
 #include "usage.h"
 #include "utf8.h"
@@ -158,16 +159,16 @@ int cmd_containers(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
 		return 2;
 	if (cgroup__v2_mount(mnt, sizeof(mnt))) {
-		fprintf(stderr, "pysight: this host has no cgroup v2 hierarchy "
-				"mounted: containers are found by their v2 cgroups\n");
+		pr_err("this host has no cgroup v2 hierarchy "
+				"mounted: containers are found by their v2 cgroups");
 		return 1;
 	}
 	s.cache = interp_cache__new();
 	err = s.cache ? process__each(scan_one, &s) : -ENOMEM;
 	interp_cache__free(s.cache);
 	if (err) {
-		fprintf(stderr, "pysight: failed to read /proc: %s\n",
-			strerror(-err));
+		pr_err("failed to read /proc: %s",
+		       strerror(-err));
 		HASH_FREE_ALL(s.groups);
 		return 1;
 	}

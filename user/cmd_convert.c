@@ -7,6 +7,7 @@
 
 #include "collapse.h"
 #include "commands.h"
+#include "log.h"
 #include "reader.h"
 #include "usage.h"
 #include "writer.h"
@@ -71,7 +72,7 @@ int cmd_convert(int argc, char **argv)
 	w = writer__choose(c.format, c.out);
 	ret = reader__load(c.in, &p, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		collapse__free(&c.collapse);
 		return 1;
 	}
@@ -79,8 +80,8 @@ int cmd_convert(int argc, char **argv)
 	if (!ret)
 		ret = writer__write_file(w, shown, NULL, c.out);
 	if (ret)
-		fprintf(stderr, "pysight: failed to write %s: %s\n",
-			writer__path_name(c.out), strerror(-ret));
+		pr_err("failed to write %s: %s",
+		       writer__path_name(c.out), strerror(-ret));
 	if (shown && shown != p)
 		profile__free(shown);
 	profile__free(p);

@@ -19,6 +19,7 @@
 #include "collapse.h"
 #include "commands.h"
 #include "hashfree.h"
+#include "log.h"
 #include "reader.h"
 #include "tally.h"
 #include "usage.h"
@@ -320,12 +321,12 @@ static int write_output(struct diff_opts *o, struct diff *d)
 		err = writer__atomic(o->output, fn, d);
 	}
 	if (err) {
-		fprintf(stderr, "pysight: failed to write %s: %s\n",
-			to_stdout(o) ? "stdout" : o->output, strerror(-err));
+		pr_err("failed to write %s: %s",
+		       to_stdout(o) ? "stdout" : o->output, strerror(-err));
 		return 1;
 	}
 	if (!to_stdout(o))
-		fprintf(stderr, "pysight: wrote %s\n", o->output);
+		pr_info("wrote %s", o->output);
 	return 0;
 }
 
@@ -338,7 +339,7 @@ static int load(struct diff_opts *o, struct diff *d, int side)
 
 	ret = reader__load(o->paths[side], &p, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return ret;
 	}
 	ret = collapse__apply(&o->collapse, p, &shown);
@@ -348,8 +349,8 @@ static int load(struct diff_opts *o, struct diff *d, int side)
 		ret = tally__build(shown, &to, &d->t[side]);
 	d->p[side] = shown;
 	if (ret)
-		fprintf(stderr, "pysight: failed to read %s: %s\n",
-			o->paths[side], strerror(-ret));
+		pr_err("failed to read %s: %s",
+		       o->paths[side], strerror(-ret));
 	return ret;
 }
 
@@ -371,12 +372,13 @@ static int run_diff(struct diff_opts *o, struct diff *d)
 	const char *what = "";
 	struct drow *r, *tmp;
 	double points;
+	char text[1024];
 	int ret;
 
 	if (load(o, d, 0) || load(o, d, 1))
 		return 1;
 	if (add_rows(d, 0) || add_rows(d, 1)) {
-		fprintf(stderr, "pysight: out of memory\n");
+		pr_err("out of memory");
 		return 1;
 	}
 	d->n = HASH_COUNT(d->rows);
@@ -402,10 +404,9 @@ static int run_diff(struct diff_opts *o, struct diff *d)
 	grown = most_grown(d, &points, &what);
 	if (o->fail_over >= 0 && grown && points > o->fail_over) {
 		fflush(stdout);
-		fputs("pysight: ", stderr);
-		utf8__fputs_escaped(grown->text, stderr);
-		fprintf(stderr, " grew by %.1f points of %s share, over --fail-over %g\n",
-			points, what, o->fail_over);
+		pr_err("%s grew by %.1f points of %s share, over --fail-over %g",
+		       utf8__escape(text, sizeof(text), grown->text), points,
+		       what, o->fail_over);
 		return EXIT_GREW;
 	}
 	return 0;

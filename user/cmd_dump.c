@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "jsontext.h"
 #include "labels.h"
+#include "log.h"
 #include "privs.h"
 #include "pylocals.h"
 #include "registry.h"
@@ -357,7 +358,7 @@ static void drop_privileges(enum privs_keep keep)
 	int err = privs__drop(keep);
 
 	if (err)
-		fprintf(stderr, "pysight: could not drop capabilities: %s\n",
+		pr_warn("could not drop capabilities: %s",
 			strerror(-err));
 }
 
@@ -376,7 +377,7 @@ static int collect(struct collector *c, struct dump_opts *o, struct dump *d)
 		collector__scan(c);
 	for (i = 0; i < o->npids; i++) {
 		if (collector__add_pid(c, o->pids[i], err, sizeof(err))) {
-			fprintf(stderr, "pysight: %s\n", err);
+			pr_err("%s", err);
 			return 1;
 		}
 	}
@@ -386,14 +387,14 @@ static int collect(struct collector *c, struct dump_opts *o, struct dump *d)
 	for (i = 0; i < o->npids && ret >= 0; i++)
 		ret = collector__snapshot(c, o->pids[i], keep_thread, d);
 	if (ret < 0) {
-		fprintf(stderr, "pysight: failed to read threads: %s\n",
-			strerror(-ret));
+		pr_err("failed to read threads: %s",
+		       strerror(-ret));
 		return 1;
 	}
 	if (!d->n) {
-		fprintf(stderr, "pysight: %s\n", o->npids ?
-			"no Python threads found in that process" :
-			"no Python processes found");
+		pr_err("%s", o->npids ?
+		       "no Python threads found in that process" :
+		       "no Python processes found");
 		return 1;
 	}
 	return 0;
@@ -420,7 +421,7 @@ int cmd_dump(int argc, char **argv)
 	co.filter_pids = o.npids > 0;
 	ret = collector__open(&co, &c, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return 1;
 	}
 	ret = collect(c, &o, &d);

@@ -16,6 +16,7 @@
 #include "collapse.h"
 #include "clock.h"
 #include "collector.h"
+#include "log.h"
 #include "privs.h"
 #include "session.h"
 #include "labels.h"
@@ -131,7 +132,8 @@ static void print_breakdown(struct profile *p)
 	struct proc_time *pt = NULL;
 	const struct pentry **e;
 	size_t n, i, np = 0, j;
-	int k, order[KIND__MAX];
+	int k, len, order[KIND__MAX];
+	char name[128], line[512];
 
 	if (profile__entries(p, &e, &n))
 		return;
@@ -163,17 +165,20 @@ static void print_breakdown(struct profile *p)
 				order[j] = order[j - 1];
 				order[j - 1] = t;
 			}
-		fputs("pysight:   ", stderr);
-		utf8__fputs_escaped(pt[i].name ? pt[i].name : "?", stderr);
-		fprintf(stderr, " %d: %.1f s:", pt[i].pid, pt[i].total / 1e9);
-		for (k = 0; k < KIND__MAX && pt[i].by_kind[order[k]]; k++)
-			fprintf(stderr, "%s %s %.0f%%", k ? "," : "",
-				profile__kind_name(order[k]),
-				100.0 * pt[i].by_kind[order[k]] / pt[i].total);
-		fputc('\n', stderr);
+		utf8__escape(name, sizeof(name), pt[i].name ? pt[i].name : "?");
+		len = snprintf(line, sizeof(line), "%s %d: %.1f s:", name,
+			       pt[i].pid, pt[i].total / 1e9);
+		for (k = 0; k < KIND__MAX && pt[i].by_kind[order[k]] &&
+			    len < (int)sizeof(line); k++)
+			len += snprintf(line + len, sizeof(line) - len,
+					"%s %s %.0f%%", k ? "," : "",
+					profile__kind_name(order[k]),
+					100.0 * pt[i].by_kind[order[k]] /
+						pt[i].total);
+		pr_info("  %s", line);
 	}
 	if (np > SUMMARY_PROCS)
-		fprintf(stderr, "pysight:   (and %zu more processes)\n",
+		pr_info("  (and %zu more processes)",
 			np - SUMMARY_PROCS);
 	free(pt);
 }
@@ -185,8 +190,8 @@ static void print_progress(struct record *r, double secs)
 	struct collector_stats st;
 
 	collector__stats(r->s.col, &st);
-	fprintf(stderr, "pysight: at %.0f s: %" PRIu64 " samples, errors %.2f%%, "
-		"lost %" PRIu64 "\n", secs, st.counters[CNT_SAMPLES],
+	pr_info("at %.0f s: %" PRIu64 " samples, errors %.2f%%, "
+		"lost %" PRIu64, secs, st.counters[CNT_SAMPLES],
 		st.counters[CNT_SAMPLES] ?
 			100.0 * st.errors / st.counters[CNT_SAMPLES] : 0.0,
 		st.lost);
@@ -217,8 +222,8 @@ static void summary(struct record *r, double secs)
 	collector__stats(r->s.col, &st);
 	total = st.counters[CNT_SAMPLES];
 	nthreads = profile__nthreads(p);
-	fprintf(stderr, "pysight: %.1f s, %" PRIu64 " samples of Python processes "
-		"(%u process%s, %u thread%s with Python stacks)\n",
+	pr_info("%.1f s, %" PRIu64 " samples of Python processes "
+		"(%u process%s, %u thread%s with Python stacks)",
 		secs, total, st.npython, st.npython == 1 ? "" : "es", nthreads,
 		nthreads == 1 ? "" : "s");
 	for (i = ST_COMPLETE; i < ST__MAX; i++) {
@@ -226,37 +231,36 @@ static void summary(struct record *r, double secs)
 
 		if (!n)
 			continue;
-		fprintf(stderr, "pysight:   %-30s %10" PRIu64 " (%.1f%%)\n",
+		pr_info("  %-30s %10" PRIu64 " (%.1f%%)",
 			collector__status_name(i), n,
 			total ? 100.0 * n / total : 0.0);
 	}
-	fprintf(stderr, "pysight:   errors %.2f%%, lost %" PRIu64
-		" (ring buffer full), %" PRIu64 " unknown frames\n",
+	pr_info("  errors %.2f%%, lost %" PRIu64
+		" (ring buffer full), %" PRIu64 " unknown frames",
 		total ? 100.0 * st.errors / total : 0.0, st.lost,
 		st.unknown_frames);
 	if (st.least_keep < 1.0)
-		fprintf(stderr, "pysight:   the ring buffer could not keep up: sampled "
+		pr_info("  the ring buffer could not keep up: sampled "
 			"at as little as %.0f%% of the rate, for %.1f s (shares stay "
 			"fair; counts are lower, and the profile states the %.4g Hz "
-			"sampled on average)\n", 100 * st.least_keep, st.slow_s,
+			"sampled on average)", 100 * st.least_keep, st.slow_s,
 			profile__meta(p)->rate_hz);
-	if (r->s.o.verbose)
-		fprintf(stderr, "pysight:   tstate cache hits %" PRIu64 ", walks %" PRIu64
-			", code cache hits %" PRIu64 ", code objects freed %" PRIu64
-			" (%" PRIu64 " sent, %" PRIu64 " named from it), stale "
-			"symbols %" PRIu64 ", thread-name reads %" PRIu64 "\n",
-			st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
-			st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
-			st.counters[CNT_CODE_SENT], st.codes_named,
-			st.stale_symbols, st.name_reads);
-	if (r->s.o.verbose)
+	pr_debug("  tstate cache hits %" PRIu64 ", walks %" PRIu64
+		 ", code cache hits %" PRIu64 ", code objects freed %" PRIu64
+		 " (%" PRIu64 " sent, %" PRIu64 " named from it), stale "
+		 "symbols %" PRIu64 ", thread-name reads %" PRIu64,
+		 st.counters[CNT_TSTATE_CACHE_HIT], st.counters[CNT_TSTATE_WALK],
+		 st.counters[CNT_CODE_CACHE_HIT], st.counters[CNT_CODE_FREED],
+		 st.counters[CNT_CODE_SENT], st.codes_named,
+		 st.stale_symbols, st.name_reads);
+	if (log__on(LOG_DEBUG))
 		session__print_held(&st);
 	if (r->s.o.mode != MODE_CPU) {
-		fprintf(stderr, "pysight:   %" PRIu64 " off-CPU intervals, %" PRIu64
+		pr_info("  %" PRIu64 " off-CPU intervals, %" PRIu64
 			" with a stack taken, %" PRIu64 " whose end went unseen "
 			"(closed at the thread's next system call exit or "
 			"switch); time in the profile by process (the folded "
-			"file counts microseconds):\n",
+			"file counts microseconds):",
 			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED],
 			st.counters[CNT_OFF_UNSEEN]);
 		print_breakdown(p);
@@ -288,7 +292,7 @@ static void run_loop(struct record *r)
 			if (!session__alive(&r->s))
 				break;
 		}
-		if (r->s.o.verbose && t >= next_progress) {
+		if (log__on(LOG_DEBUG) && t >= next_progress) {
 			next_progress += PROGRESS_SECONDS;
 			print_progress(r, t - start);
 		}
@@ -344,18 +348,18 @@ static int write_outputs(struct record *r, const struct writer **w,
 
 	err = collapse__apply(&r->o.collapse, p, &shown);
 	if (err) {
-		fprintf(stderr, "pysight: failed to collapse frames: %s\n",
-			strerror(-err));
+		pr_err("failed to collapse frames: %s",
+		       strerror(-err));
 		return err;
 	}
 	p = shown;
 	for (i = 0; i < r->o.noutputs; i++) {
 		err = writer__write_file(w[i], p, wo, r->o.outputs[i]);
 		if (err)
-			fprintf(stderr, "pysight: failed to write %s: %s\n",
-				writer__path_name(r->o.outputs[i]), strerror(-err));
+			pr_err("failed to write %s: %s",
+			       writer__path_name(r->o.outputs[i]), strerror(-err));
 		else
-			fprintf(stderr, "pysight: wrote %u stacks to %s (%s)\n",
+			pr_info("wrote %u stacks to %s (%s)",
 				profile__nstacks(p), writer__path_name(r->o.outputs[i]),
 				w[i]->name);
 		first = first ?: err;
@@ -393,15 +397,15 @@ int cmd_record(int argc, char **argv)
 	err = session__open(&r.s) ?: session__release(&r.s);
 	if (err)
 		goto cleanup;
-	fprintf(stderr, "pysight: sampling %s at %u Hz%s, Ctrl-C to stop\n",
+	pr_info("sampling %s at %u Hz%s, Ctrl-C to stop",
 		session__what(&r.s), r.s.o.rate, mode_note[r.s.o.mode]);
 	start = clock__now_s();
 	describe(&r, profile__meta(collector__profile(r.s.col)));
 	run_loop(&r);
 	err = collector__finish(r.s.col);
 	if (err)
-		fprintf(stderr, "pysight: failed to close off-CPU intervals: %s\n",
-			strerror(-err));
+		pr_err("failed to close off-CPU intervals: %s",
+		       strerror(-err));
 	as_sampled(&r, profile__meta(collector__profile(r.s.col)),
 		   clock__now_s() - start);
 	summary(&r, clock__now_s() - start);

@@ -10,6 +10,7 @@
 
 #include "collapse.h"
 #include "commands.h"
+#include "log.h"
 #include "reader.h"
 #include "tally.h"
 #include "usage.h"
@@ -160,7 +161,7 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	ret = reader__load(r.path, &p, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		collapse__free(&r.collapse);
 		return 1;
 	}
@@ -168,8 +169,8 @@ int cmd_report(int argc, char **argv)
 	if (!ret)
 		ret = tally__build(shown, &r.tally, &t);
 	if (ret) {
-		fprintf(stderr, "pysight: failed to read %s: %s\n", r.path,
-			strerror(-ret));
+		pr_err("failed to read %s: %s", r.path,
+		       strerror(-ret));
 	} else {
 		print_header(shown);
 		if (!t.total)

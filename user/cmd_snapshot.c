@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "commands.h"
 #include "control.h"
+#include "log.h"
 #include "usage.h"
 #include "writer.h"
 
@@ -142,13 +143,13 @@ int cmd_snapshot(int argc, char **argv)
 	err[0] = 0;
 	ret = control__ask(o.socket_path, line, &data, &len, err, sizeof(err));
 	if (ret == -ENOENT || ret == -ECONNREFUSED) {
-		fprintf(stderr, "pysight: no agent is running (nothing listens on %s)\n",
-			o.socket_path);
+		pr_err("no agent is running (nothing listens on %s)",
+		       o.socket_path);
 		return 1;
 	}
 	if (ret) {
-		fprintf(stderr, "pysight: snapshot failed: %s\n",
-			err[0] ? err : strerror(-ret));
+		pr_err("snapshot failed: %s",
+		       err[0] ? err : strerror(-ret));
 		return 1;
 	}
 	b.data = data;
@@ -156,11 +157,11 @@ int cmd_snapshot(int argc, char **argv)
 	ret = writer__atomic(o.output, write_bytes, &b);
 	free(data);
 	if (ret) {
-		fprintf(stderr, "pysight: failed to write %s: %s\n",
-			writer__path_name(o.output), strerror(-ret));
+		pr_err("failed to write %s: %s",
+		       writer__path_name(o.output), strerror(-ret));
 		return 1;
 	}
-	fprintf(stderr, "pysight: wrote %s (%zu bytes)\n",
+	pr_info("wrote %s (%zu bytes)",
 		writer__path_name(o.output), len);
 	return 0;
 }

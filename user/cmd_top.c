@@ -23,6 +23,7 @@
 #include "collector.h"
 #include "commands.h"
 #include "labels.h"
+#include "log.h"
 #include "privs.h"
 #include "session.h"
 #include "topview.h"
@@ -374,8 +375,8 @@ static bool start_screen(struct top *t)
 	use_tioctl(TRUE);
 	t->scr = newterm(NULL, stdout, stdin);
 	if (!t->scr) {
-		fprintf(stderr, "pysight: cannot draw on this terminal (TERM=%s); "
-			"printing tables instead\n", getenv("TERM") ?: "");
+		pr_warn("cannot draw on this terminal (TERM=%s); "
+			"printing tables instead", getenv("TERM") ?: "");
 		return false;
 	}
 	screen_on = 1;
@@ -457,7 +458,7 @@ int cmd_top(int argc, char **argv)
 	err = session__open(&t.s) ?: session__release(&t.s);
 	if (err)
 		goto cleanup;
-	fprintf(stderr, "pysight: sampling %s at %u Hz (mode %s), every %.1f s\n",
+	pr_info("sampling %s at %u Hz (mode %s), every %.1f s",
 		session__what(&t.s), t.s.o.rate, profile__mode_name(t.s.o.mode),
 		t.interval);
 	t.start = t.last = clock__now_s();
@@ -468,10 +469,10 @@ int cmd_top(int argc, char **argv)
 	err = run_loop(&t);
 	restore_terminal();
 	if (err)
-		fprintf(stderr, "pysight: failed to tally the interval: %s\n",
-			strerror(-err));
+		pr_err("failed to tally the interval: %s",
+		       strerror(-err));
 	else if (t.targets_gone)	/* why the screen went away */
-		fprintf(stderr, "pysight: %s exited\n", t.s.o.command ?
+		pr_info("%s exited", t.s.o.command ?
 			t.s.o.command[0] : "the given processes");
 
 cleanup:

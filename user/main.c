@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "log.h"
 
 static const struct cmd {
 	const char *name;
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 		argv[1] = name;
 		return cmds[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "pysight: unknown command '%s' (try 'pysight --help')\n",
-		argv[1]);
+	pr_err("unknown command '%s' (try 'pysight --help')",
+	       argv[1]);
 	return 2;
 }

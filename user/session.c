@@ -288,7 +288,7 @@ static void drop_privileges(void)
 	int err = privs__drop(PRIVS_RECORD);
 
 	if (err)	/* not fatal: it records as it would have */
-		fprintf(stderr, "pysight: could not drop capabilities: %s\n",
+		pr_warn("could not drop capabilities: %s",
 			strerror(-err));
 }
 
@@ -307,8 +307,8 @@ int session__release(struct session *s)
 	if (e)
 		return -e;
 	if (read(s->err_fd, &e, sizeof(e)) == sizeof(e)) {
-		fprintf(stderr, "pysight: cannot run %s: %s\n", s->o.command[0],
-			strerror(e));
+		pr_err("cannot run %s: %s", s->o.command[0],
+		       strerror(e));
 		return -e;
 	}
 	drop_privileges();
@@ -346,7 +346,7 @@ static int add_pids(struct session *s)
 	for (i = 0; i < s->o.npids; i++) {
 		ret = collector__add_pid(s->col, s->o.pids[i], err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "pysight: %s\n", err);
+			pr_err("%s", err);
 			return ret;
 		}
 	}
@@ -365,12 +365,11 @@ static int resolve_cgroups(struct session *s, struct cgroup_filter *out)
 			container__find(s->o.cgroups[i], &cg, err, sizeof(err)) :
 			cgroup__resolve(s->o.cgroups[i], &cg, err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "pysight: %s\n", err);
+			pr_err("%s", err);
 			return ret;
 		}
-		if (s->o.verbose)
-			fprintf(stderr, "pysight: keeping cgroup %s (id %llu)\n",
-				cg.path, (unsigned long long)cg.id);
+		pr_debug("keeping cgroup %s (id %llu)", cg.path,
+			 (unsigned long long)cg.id);
 		out[i].id = cg.id;
 		out[i].level = cg.level;
 	}
@@ -387,7 +386,6 @@ int session__open(struct session *s)
 		.mode = s->o.mode,
 		.gil_only = s->o.gil_only,
 		.kernel_stacks = s->o.kernel_stacks,
-		.verbose = s->o.verbose,
 	};
 	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];
@@ -400,7 +398,7 @@ int session__open(struct session *s)
 	co.ncgroups = s->o.ncgroups;
 	ret = collector__open(&co, &s->col, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return ret;
 	}
 	ret = add_pids(s);
@@ -409,8 +407,8 @@ int session__open(struct session *s)
 	if (s->o.command) {
 		ret = spawn(s);
 		if (ret) {
-			fprintf(stderr, "pysight: failed to start %s: %s\n",
-				s->o.command[0], strerror(-ret));
+			pr_err("failed to start %s: %s",
+			       s->o.command[0], strerror(-ret));
 			return ret;
 		}
 		collector__add_target(s->col, s->child);
@@ -418,7 +416,7 @@ int session__open(struct session *s)
 	}
 	ret = collector__start(s->col, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return ret;
 	}
 	return 0;
@@ -435,7 +433,7 @@ static void wait_command(struct session *s, int sig, bool say)
 	double start = clock__now_s(), forwarded = 0;
 
 	if (say)
-		fprintf(stderr, "pysight: waiting for %s (pid %d) to exit\n",
+		pr_info("waiting for %s (pid %d) to exit",
 			s->o.command[0], s->child);
 	*s->stop = 0;
 	for (;;) {
@@ -469,11 +467,11 @@ void session__close(struct session *s, int sig, bool say)
 
 void session__print_held(const struct collector_stats *st)
 {
-	fprintf(stderr, "pysight:   held: rss %lu KiB, registry %u, "
+	pr_info("  held: rss %lu KiB, registry %u, "
 		"processes %u, symbols %u, stacks %u; BPF maps: procs %u, "
 		"binaries %u, not_python %u, targets %u, tstates %u, "
 		"stacks_seen %u, uprobes %u, thread states %lld; "
-		"stacks_seen of processes held %u\n",
+		"stacks_seen of processes held %u",
 		st->rss_kib, st->registry, st->procs, st->symbols, st->stacks,
 		st->maps.procs, st->maps.binaries, st->maps.not_python,
 		st->maps.targets, st->maps.tstates, st->maps.stacks_seen,

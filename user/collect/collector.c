@@ -146,7 +146,7 @@ struct collector *collector__new_offline(const struct collector_opts *o)
 {
 	struct collector *c = alloc(o);
 
-	if (c && !(c->reg = registry__new(NULL, o->verbose, false))) {
+	if (c && !(c->reg = registry__new(NULL, false))) {
 		collector__free(c);
 		return NULL;
 	}
@@ -162,7 +162,6 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		.filter_pids = o->filter_pids,
 		.gil_only = o->gil_only,
 		.kernel_stacks = o->kernel_stacks,
-		.verbose = o->verbose,
 		.cgroups = o->cgroups,
 		.ncgroups = o->ncgroups,
 	};
@@ -176,7 +175,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		collector__free(c);
 		return ret;
 	}
-	c->reg = registry__new(c->sampler, o->verbose, o->mode != MODE_CPU);
+	c->reg = registry__new(c->sampler, o->mode != MODE_CPU);
 	if (!c->reg) {
 		collector__free(c);
 		return -ENOMEM;

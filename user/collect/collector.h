@@ -29,7 +29,6 @@ struct collector_opts {
 	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
-	bool verbose;		/* libbpf's log, and why processes are skipped */
 };
 
 struct collector_stats {

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "hashfree.h"
+#include "log.h"
 #include "process.h"
 #include "registry.h"
 
@@ -32,21 +33,18 @@ struct registry {
 	struct entry *map;
 	unsigned int retrying;		/* entries with a retry due */
 	unsigned int npython;
-	bool verbose;
 	bool open_threads;	/* off-CPU modes: a new process's blocked
 				 * threads start their intervals now */
 	char first_err[256];
 };
 
-struct registry *registry__new(struct sampler *s, bool verbose,
-			       bool open_threads)
+struct registry *registry__new(struct sampler *s, bool open_threads)
 {
 	struct registry *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
 	r->sampler = s;
-	r->verbose = verbose;
 	r->open_threads = open_threads;
 	r->interps = interp_cache__new();
 	if (!r->interps) {
@@ -170,9 +168,9 @@ static void publish(struct registry *r, struct entry *e)
 {
 	int err = set_proc(r, e->p.pid, &e->p.proc);
 
-	if (err && err != -ENODEV && r->verbose)
-		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
-			e->p.pid, strerror(-err));
+	if (err && err != -ENODEV)
+		pr_debug("failed to configure pid %d in BPF: %s", e->p.pid,
+			 strerror(-err));
 }
 
 static void set_python(struct registry *r, struct entry *e,
@@ -186,21 +184,19 @@ static void set_python(struct registry *r, struct entry *e,
 				      info->interp_fd, info->code_free_offset,
 				      e->p.pid))
 		e->p.proc.flags |= PY_PROC_F_CODE_CACHE;
-	else if (r->verbose)
-		fprintf(stderr, "pysight: no code object cache for pid %d\n",
-			e->p.pid);
+	else
+		pr_debug("no code object cache for pid %d", e->p.pid);
 	publish(r, e);
 	open_threads(r, e->p.pid);
 	if (info->exe_reusable) {
 		err = sampler__set_binary(r->sampler, &info->exe_key,
 					  &e->p.proc);
-		if (err && err != -ENODEV && r->verbose)
-			fprintf(stderr, "pysight: failed to remember %s in BPF: %s\n",
-				info->interp_path, strerror(-err));
+		if (err && err != -ENODEV)
+			pr_debug("failed to remember %s in BPF: %s",
+				 info->interp_path, strerror(-err));
 	}
-	if (r->verbose)
-		fprintf(stderr, "pysight: pid %d is Python 3.%d (%s)\n",
-			e->p.pid, info->minor, info->interp_path);
+	pr_debug("pid %d is Python 3.%d (%s)", e->p.pid, info->minor,
+		 info->interp_path);
 }
 
 static void forget(struct registry *r, struct entry *e)
@@ -249,9 +245,9 @@ static bool set_ignored(struct registry *r, struct entry *e,
 	if (why == -ESRCH)
 		sampler__delete_proc(r->sampler, e->p.pid);
 	err = why == -ESRCH ? 0 : set_proc(r, e->p.pid, &ignored);
-	if (err && err != -ENODEV && r->verbose)
-		fprintf(stderr, "pysight: failed to configure pid %d in BPF: %s\n",
-			e->p.pid, strerror(-err));
+	if (err && err != -ENODEV)
+		pr_debug("failed to configure pid %d in BPF: %s", e->p.pid,
+			 strerror(-err));
 	if (why == -ENOEXEC && info->exe_known)
 		sampler__set_not_python(r->sampler, &info->exe_key);
 	if (why != -ESRCH && exec_raced(e->p.pid, info))
@@ -288,9 +284,7 @@ again:
 	if (ret == -ENOTSUP || ret == -EAGAIN) {
 		if (!r->first_err[0])
 			snprintf(r->first_err, sizeof(r->first_err), "%s", err);
-		if (r->verbose)
-			fprintf(stderr, "pysight: skipping pid %d: %s\n",
-				e->p.pid, err);
+		pr_debug("skipping pid %d: %s", e->p.pid, err);
 	}
 	if (set_ignored(r, e, &info, ret)) {
 		if (races++ < MAX_EXEC_RACES)
@@ -344,9 +338,9 @@ int registry__expect_exe(struct registry *r, const char *path, pid_t pid)
 				      pid))
 		p.flags |= PY_PROC_F_CODE_CACHE;
 	err = sampler__set_binary(r->sampler, &info.exe_key, &p);
-	if (!err && r->verbose)
-		fprintf(stderr, "pysight: %s is Python 3.%d, known before it "
-			"runs\n", path, info.minor);
+	if (!err)
+		pr_debug("%s is Python 3.%d, known before it runs", path,
+			 info.minor);
 	process__release(&info);
 	return err;
 }

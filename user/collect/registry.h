@@ -27,8 +27,7 @@ struct registry;
 /* s may be NULL: nothing is mirrored into BPF maps then (tests).
  * open_threads: off-CPU modes, where a process's threads already off
  * the CPU when it is found start their intervals then. */
-struct registry *registry__new(struct sampler *s, bool verbose,
-			       bool open_threads);
+struct registry *registry__new(struct sampler *s, bool open_threads);
 void registry__free(struct registry *r);
 
 /* BPF saw a pid it does not know, or it exec'ed: inspect it. */

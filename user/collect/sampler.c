@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "pysight.h"	/* before the skeleton: its .rodata holds a struct py_proc */
+#include "log.h"
 #include "pysight.skel.h"
 #include "sampler.h"
 
@@ -62,7 +63,6 @@ struct sampler {
 	unsigned int seed;
 	sampler_event_fn fn;
 	void *ctx;
-	bool verbose;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 	bool off_cpu;		/* the scheduler hooks are loaded */
 	/* overload (sampler__adapt): the share of the rate sampled, and
@@ -82,15 +82,16 @@ struct sampler {
 	bool cut;
 };
 
-static bool verbose_print;
+static bool probing;
 
+/* libbpf speaks only with -v: its errors are reported once, by us, and
+ * the probes' failures are expected. */
 static int print_libbpf(enum libbpf_print_level level, const char *fmt,
 			va_list args)
 {
-	if (level == LIBBPF_DEBUG && !verbose_print)
+	(void)level;
+	if (probing || !log__on(LOG_DEBUG))
 		return 0;
-	if (!verbose_print)
-		return 0;	/* errors are reported once, by us */
 	return vfprintf(stderr, fmt, args);
 }
 
@@ -187,12 +188,12 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	struct sampler *s;
 	int ret, i;
 
-	verbose_print = false;	/* the probes' failures are expected */
+	probing = true;
 	libbpf_set_print(print_libbpf);
 	ret = probe_kernel(err, errlen);
+	probing = false;
 	if (ret)
 		return ret;
-	verbose_print = opts->verbose;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -200,7 +201,6 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->ctx = ctx;
 	s->seed = (unsigned int)(getpid() ^ time(NULL));
 	s->keep = s->least_keep = 1.0;
-	s->verbose = opts->verbose;
 	s->cpu_mode = opts->mode == PYSIGHT_MODE_CPU;
 	s->batch = ring_batch();
 	/*
@@ -394,9 +394,7 @@ static void rearm(struct sampler *s, int cpu, __u64 now)
 		next_window(s, t, now);
 	period = window_period(s, t);
 	if (ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &period)) {
-		if (s->verbose)
-			fprintf(stderr, "pysight: failed to re-arm CPU %d: %s\n",
-				cpu, strerror(errno));
+		pr_debug("failed to re-arm CPU %d: %s", cpu, strerror(errno));
 		t->next_jitter_ns = UINT64_MAX;
 	}
 }
@@ -500,9 +498,8 @@ void sampler__adapt(struct sampler *s)
 		s->slow_since_ns = now;
 	if (keep == 1.0)
 		s->slow_ns += now - s->slow_since_ns;
-	if (s->verbose)
-		fprintf(stderr, "pysight: ring buffer %s: sampling at %.0f%% of the rate\n",
-			keep < s->keep ? "full" : "keeping up", 100 * keep);
+	pr_debug("ring buffer %s: sampling at %.0f%% of the rate",
+		 keep < s->keep ? "full" : "keeping up", 100 * keep);
 	s->keep = keep;
 	s->least_keep = fmin(s->least_keep, keep);
 	rearm_all(s, now);

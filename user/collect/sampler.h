@@ -18,7 +18,6 @@ struct sampler_opts {
 	bool filter_pids;	/* only pids added with sampler__add_target */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */
-	bool verbose;		/* libbpf's debug output */
 	/* keep only tasks in these cgroup v2 trees */
 	const struct cgroup_filter *cgroups;
 	int ncgroups;

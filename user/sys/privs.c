@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/capability.h>
 
+#include "log.h"
 #include "privs.h"
 
 static int check_privileges(void)
@@ -26,11 +27,11 @@ static int check_privileges(void)
 	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
 		return 0;
 	/* say which of the two this process lacks, not only what is needed */
-	fprintf(stderr, "pysight: needs root, or CAP_BPF and CAP_PERFMON: "
+	pr_err("needs root, or CAP_BPF and CAP_PERFMON: "
 			"this process lacks %s (CAP_SYS_PTRACE is needed too "
-			"to read other users' processes)\n",
-		bpf == CAP_SET ? "CAP_PERFMON" :
-		perfmon == CAP_SET ? "CAP_BPF" : "both");
+			"to read other users' processes)",
+	       bpf == CAP_SET ? "CAP_PERFMON" :
+	       perfmon == CAP_SET ? "CAP_BPF" : "both");
 	return -EPERM;
 }
 
@@ -42,9 +43,9 @@ static int check_btf(void)
 		path = "/sys/kernel/btf/vmlinux";
 	if (!access(path, R_OK))
 		return 0;
-	fprintf(stderr, "pysight: this kernel has no BTF (%s is missing): "
-			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n",
-		path);
+	pr_err("this kernel has no BTF (%s is missing): "
+			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed",
+	       path);
 	return -ENOENT;
 }
 
