@@ -994,7 +994,6 @@ int cmd_agent(int argc, char **argv)
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;
 	a.thin_seed = clock__wall_ns() ^ (uint64_t)getpid() << 32;
-	a.o.ex.verbose = a.s.o.verbose;
 	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
 		fprintf(stderr, "pysight: %s\n", why);
 		for (i = 0; i < a.o.ex.nheaders; i++)

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "exporter.h"
+#include "log.h"
 #include "otlp.h"
 #include "spool.h"
 
@@ -143,6 +144,7 @@ static void server_message(const struct body *b, const char *ctype,
 static void partial_success(struct exporter *e, const struct body *b,
 			    const char *ctype)
 {
+	enum log_level level;
 	int64_t rejected;
 	char msg[512];
 
@@ -155,15 +157,17 @@ static void partial_success(struct exporter *e, const struct body *b,
 		e->st.profiles_rejected += (uint64_t)rejected;
 		pthread_mutex_unlock(&e->lock);
 	}
-	if (rejected <= 0 && (!e->said_partial || e->o.verbose))
-		fprintf(stderr, "pysight: %s took an export with a warning: %s%s\n",
-			e->o.url, msg, e->said_partial ? "" :
-			" (further warnings and partial rejections are not logged)");
-	else if (!e->said_partial || e->o.verbose)
-		fprintf(stderr, "pysight: %s took an export but rejected %" PRId64
-			" of its profiles: %s%s\n", e->o.url, rejected,
-			msg[0] ? msg : "(no message)", e->said_partial ? "" :
-			" (further partial rejections are counted, not logged)");
+	/* the first says so whatever -v; the rest only at -v */
+	level = e->said_partial ? LOG_DEBUG : LOG_WARN;
+	if (rejected <= 0)
+		log__print(level, "%s took an export with a warning: %s%s",
+			   e->o.url, msg, e->said_partial ? "" :
+			   " (further warnings and partial rejections are not logged)");
+	else
+		log__print(level, "%s took an export but rejected %" PRId64
+			   " of its profiles: %s%s", e->o.url, rejected,
+			   msg[0] ? msg : "(no message)", e->said_partial ? "" :
+			   " (further partial rejections are counted, not logged)");
 	e->said_partial = true;
 }
 
@@ -174,10 +178,10 @@ enum outcome { SENT, RETRY, REFUSED };
  * wrong would otherwise fill the spool in silence; the rest at -v. */
 static void outage(struct exporter *e, const char *why)
 {
-	if (!e->failing || e->o.verbose)
-		fprintf(stderr, "pysight: export to %s failed, will retry: %s%s\n",
-			e->o.url, why, e->failing || e->o.verbose ? "" :
-			" (exports wait in the spool; further failures are not logged)");
+	log__print(e->failing ? LOG_DEBUG : LOG_WARN,
+		   "export to %s failed, will retry: %s%s", e->o.url, why,
+		   e->failing || log__on(LOG_DEBUG) ? "" :
+		   " (exports wait in the spool; further failures are not logged)");
 	e->failing = true;
 }
 
@@ -214,7 +218,7 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 	pthread_mutex_unlock(&e->lock);
 	if (status >= 200 && status < 300) {
 		if (e->failing)
-			fprintf(stderr, "pysight: export to %s works again\n", e->o.url);
+			pr_info("export to %s works again", e->o.url);
 		e->failing = false;
 		partial_success(e, &b, ctype);
 		return SENT;
@@ -232,10 +236,9 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 		outage(e, what);
 		return RETRY;
 	}
-	if (!e->said_refused || e->o.verbose)
-		fprintf(stderr, "pysight: %s refused an export (HTTP %ld): %s%s\n",
-			e->o.url, status, msg,
-			e->said_refused ? "" : " (further refusals are counted, not logged)");
+	log__print(e->said_refused ? LOG_DEBUG : LOG_WARN,
+		   "%s refused an export (HTTP %ld): %s%s", e->o.url, status, msg,
+		   e->said_refused ? "" : " (further refusals are counted, not logged)");
 	e->said_refused = true;
 	return REFUSED;
 }
