@@ -236,7 +236,7 @@ static void test_partial_success(void)
 	char msg[64];
 
 	CHECK(!otlp__partial_success(r, sizeof(r), &rejected, msg, sizeof(msg)) &&
-	      rejected == 2 && !strcmp(msg, "dup "), "partial: %lld '%s'", (long long)rejected, msg);
+	      rejected == 2 && !strcmp(msg, "dup\\n"), "partial: %lld '%s'", (long long)rejected, msg);
 	CHECK(!otlp__partial_success("", 0, &rejected, msg, sizeof(msg)) && rejected == 0 &&
 	      !msg[0], "an empty answer takes everything");
 	CHECK(otlp__partial_success("\xff\xff\xff", 3, &rejected, msg, sizeof(msg)), "garbage");

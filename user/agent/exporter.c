@@ -22,6 +22,7 @@
 #include "log.h"
 #include "otlp.h"
 #include "spool.h"
+#include "utf8.h"
 
 #define BODY_MAX	4096	/* of an answer, kept for the log */
 #define FIRST_BACKOFF	1.0
@@ -45,17 +46,18 @@ struct exporter {
 };
 
 struct body {
-	char buf[BODY_MAX];
+	char buf[BODY_MAX + 1];		/* NUL-terminated, for a text body */
 	size_t len;
 };
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
 	struct body *b = ctx;
-	size_t len = size * n, room = sizeof(b->buf) - b->len;
+	size_t len = size * n, room = BODY_MAX - b->len;
 
 	memcpy(b->buf + b->len, data, len < room ? len : room);
 	b->len += len < room ? len : room;
+	b->buf[b->len] = 0;
 	return len;
 }
 
@@ -115,23 +117,16 @@ out:
 	return ret;
 }
 
-/* The server's words, in one line: the message of a google.rpc.Status
- * (what OTLP servers answer errors with), else the body as text. */
+/* The server's words, in one line and escaped as a target's are: the
+ * message of a google.rpc.Status (what OTLP servers answer errors with),
+ * else the body as text. */
 static void server_message(const struct body *b, const char *ctype,
 			   char *out, size_t len)
 {
-	size_t i, o = 0;
-
 	if (ctype && strstr(ctype, "protobuf") &&
 	    !otlp__status_message(b->buf, b->len, out, len))
 		return;
-	for (i = 0; i < b->len && o + 1 < len; i++) {
-		unsigned char c = (unsigned char)b->buf[i];
-
-		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
-	}
-	out[o] = 0;
-	if (!o)
+	if (!utf8__escape(out, len, b->buf)[0])
 		snprintf(out, len, "(no message)");
 }
 
