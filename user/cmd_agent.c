@@ -594,26 +594,6 @@ static struct profile *window_now(struct agent *a,
 	return window_profile(a, *since, now, f);
 }
 
-/* q in w's format, in memory (*buf malloc'd): 0, or -errno. */
-static int profile_bytes(const struct writer *w, struct profile *q,
-			 char **buf, size_t *len)
-{
-	struct write_opts wo = { 0 };
-	FILE *mem = open_memstream(buf, len);
-	int err;
-
-	if (!mem)
-		return -errno;
-	err = w->write(q, &wo, mem);
-	if (fclose(mem) && !err)
-		err = -EIO;
-	if (err) {
-		free(*buf);
-		*buf = NULL;
-	}
-	return err;
-}
-
 /* SIGUSR1, or an application's trigger: the window into the snapshot
  * directory, and to the collector with the reason. */
 static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
@@ -704,7 +684,8 @@ static void serve_control(struct agent *a)
 					.cgroup = r.cgroup[0] ? r.cgroup : NULL,
 					.container = r.container[0] ? r.container : NULL },
 			       &since, &until);
-		ret = q ? profile_bytes(w, q, &buf, &len) : -ENOMEM;
+		ret = q ? writer__write_mem(w, q, &(struct write_opts){ 0 }, &buf, &len) :
+			    -ENOMEM;
 		if (!ret && !profile__nentries(q))
 			ret = -ENODATA;	/* not an empty file the user must open */
 		if (ret == -ENODATA)
