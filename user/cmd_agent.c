@@ -34,6 +34,7 @@
 #include "otlp.h"
 #include "privs.h"
 #include "registry.h"
+#include "retention.h"
 #include "service.h"
 #include "session.h"
 #include "spool.h"
@@ -111,7 +112,8 @@ struct agent {
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
 	double cut_unsampled_s;		/* the sampler's unsampled_s then */
 	double start_s, cpu_at_start;
-	uint64_t snapshots, rotated, pruned;
+	struct retention files, snaps;	/* --output-dir's, --snapshot-dir's */
+	uint64_t snapshots, rotated;
 	/* rebases of the collector's profile (maybe_rebase) */
 	uint64_t rebase_ns, rebase_every_ns, rebases;
 	unsigned int interned_base, rebase_floor;
@@ -465,82 +467,6 @@ static const struct writer *out_writer(const struct agent *a)
 	return writer__find(a->o.format ? a->o.format : "pprof");
 }
 
-static void file_name(const struct agent *a, const char *dir,
-		      const char *prefix, uint64_t t_ns, char *buf, size_t len)
-{
-	const struct writer *w = out_writer(a);
-	time_t t = (time_t)(t_ns / NS);
-	struct tm tm;
-	char stamp[32];
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(buf, len, "%s/%s-%s.%s", dir, prefix, stamp, w->exts[0]);
-}
-
-/* A snapshot's file: its time to the millisecond, and a number when a
- * snapshot took that name already, for triggers come in bursts and each
- * client is told its own file. */
-static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
-			  size_t len)
-{
-	const struct writer *w = out_writer(a);
-	time_t t = (time_t)(t_ns / NS);
-	unsigned int ms = (unsigned int)(t_ns % NS / 1000000);
-	struct stat st;
-	struct tm tm;
-	char stamp[32];
-	int n;
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(buf, len, "%s/snapshot-%s.%03uZ.%s", a->o.snapshot_dir, stamp,
-		 ms, w->exts[0]);
-	for (n = 2; !lstat(buf, &st) && n < 1000; n++)
-		snprintf(buf, len, "%s/snapshot-%s.%03uZ-%d.%s",
-			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
-}
-
-/* Files of ours (named prefix..., owned by us or by whom we write for)
- * in dir, oldest first, past the age or the total size; never the one
- * just written (kept, a name in dir), which counts first. */
-static void prune(struct agent *a, const char *dir, const char *prefix,
-		  const char *kept)
-{
-	struct dirent **names;
-	uint64_t total = 0;
-	struct stat st;
-	time_t now = time(NULL);
-	char path[PATH_MAX];
-	int n, i;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, kept);
-	if (kept[0] && !lstat(path, &st))
-		total = (uint64_t)st.st_size;
-	n = scandir(dir, &names, NULL, alphasort);
-	if (n < 0)
-		return;
-	/* newest first, so the total counts what is kept */
-	for (i = n; i-- > 0;) {
-		const char *nm = names[i]->d_name;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, nm);
-		/* of ours: in /tmp, another user's pysight-* is not */
-		if (!strncmp(nm, prefix, strlen(prefix)) && strcmp(nm, kept) &&
-		    !lstat(path, &st) && S_ISREG(st.st_mode) &&
-		    (st.st_uid == geteuid() || st.st_uid == writer__owner())) {
-			total += (uint64_t)st.st_size;
-			if (now - st.st_mtime > a->o.retain_s ||
-			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
-				if (!unlink(path))
-					a->pruned++;
-			}
-		}
-		free(names[i]);
-	}
-	free(names);
-}
-
 static void rotate(struct agent *a, uint64_t now)
 {
 	struct profile *q = export_profile_of(a, a->rotate_ns, now);
@@ -550,7 +476,8 @@ static void rotate(struct agent *a, uint64_t now)
 
 	if (!q)
 		return;
-	file_name(a, a->o.output_dir, "pysight", a->rotate_ns, path, sizeof(path));
+	retention__name(&a->files, a->rotate_ns, out_writer(a)->exts[0], path,
+			sizeof(path));
 	err = writer__write_own_file(out_writer(a), q, &wo, path);
 	if (err)
 		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
@@ -559,7 +486,7 @@ static void rotate(struct agent *a, uint64_t now)
 		a->rotated++;
 	profile__free(q);
 	a->rotate_ns = now;
-	prune(a, a->o.output_dir, "pysight-", err ? "" : strrchr(path, '/') + 1);
+	retention__prune(&a->files, err ? NULL : path);
 }
 
 /* The slice in progress into the history, with the share of the rate
@@ -607,7 +534,8 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	path[0] = 0;
 	if (!err) {
 		fdio__mkdirs(a->o.snapshot_dir, 0750);
-		snapshot_name(a, until, path, len);
+		retention__unique_name(&a->snaps, until, out_writer(a)->exts[0],
+				       path, len);
 		err = writer__write_own_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
 	if (!err && a->spool)
@@ -619,7 +547,7 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	} else {
 		a->snapshots++;
 		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
-		prune(a, a->o.snapshot_dir, "snapshot-", strrchr(path, '/') + 1);
+		retention__prune(&a->snaps, path);
 	}
 	profile__free(q);
 }
@@ -762,6 +690,19 @@ static void health(struct agent *a, bool say)
 		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
 		 st.rss_kib * 1024, st.interned);
 	metrics__set(a->m, text);
+}
+
+/* The rolling files and the snapshots: where, named how, kept how long. */
+static void setup_retention(struct agent *a)
+{
+	a->files = (struct retention){
+		.dir = a->o.output_dir, .prefix = "pysight",
+		.max_age_s = a->o.retain_s, .max_bytes = a->o.retain_bytes,
+		.owner = writer__owner(),
+	};
+	a->snaps = a->files;
+	a->snaps.dir = a->o.snapshot_dir;
+	a->snaps.prefix = "snapshot";
 }
 
 /* Everything that can fail on a bad option, before BPF is loaded. */
@@ -982,6 +923,7 @@ int cmd_agent(int argc, char **argv)
 		return 2;
 	}
 	gethostname(a.host, sizeof(a.host) - 1);
+	setup_retention(&a);
 	span = a.o.window_s > a.o.export_s ? a.o.window_s : a.o.export_s;
 	if (a.o.output_dir && a.o.rotate_s > span)
 		span = a.o.rotate_s;

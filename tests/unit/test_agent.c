@@ -23,6 +23,7 @@
 #include "fdio.h"
 #include "history.h"
 #include "otlp.h"
+#include "retention.h"
 #include "service.h"
 #include "spool.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -373,6 +374,74 @@ static void test_spool_parents(void)
 	CHECK(!stat(dir, &st) && (st.st_mode & 07777) == 0755, "a parent is 0755: %o",
 	      st.st_mode & 07777);
 	CHECK(fdio__mkdirs("", 0700) == -ENOENT, "an empty path is no directory");
+}
+
+static void plant(const char *dir, const char *name, size_t size, time_t age)
+{
+	struct timespec ts[2] = { { .tv_sec = time(NULL) - age },
+				  { .tv_sec = time(NULL) - age } };
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CHECK(fd >= 0 && !ftruncate(fd, (off_t)size) && !futimens(fd, ts),
+	      "plant %s", name);
+	close(fd);
+}
+
+static bool left(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !access(path, F_OK);
+}
+
+/* Names sort by time; a second snapshot in a millisecond is numbered;
+ * pruning takes the old and then the oldest past the size, and only
+ * regular files named ours. */
+static void test_retention(void)
+{
+	struct retention r = { .prefix = "pysight", .max_age_s = 3600,
+			       .max_bytes = 2500, .owner = (uid_t)-1 };
+	char dir[128], path[256], link[256];
+
+	snprintf(dir, sizeof(dir), "%s/retention", tmpdir);
+	CHECK(!mkdir(dir, 0700), "mkdir");
+	r.dir = dir;
+	retention__name(&r, 1700000000123456789ULL, "pb.gz", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/pysight-20231114T221320Z.pb.gz"), "%s", path);
+	r.prefix = "snapshot";
+	retention__unique_name(&r, 1700000000123456789ULL, "svg", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/snapshot-20231114T221320.123Z.svg"), "%s", path);
+	plant(dir, strrchr(path, '/') + 1, 0, 0);
+	retention__unique_name(&r, 1700000000123456789ULL, "svg", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/snapshot-20231114T221320.123Z-2.svg"), "%s", path);
+	r.prefix = "pysight";
+	plant(dir, "pysight-1-old", 10, 7200);
+	plant(dir, "pysight-2", 1000, 30);
+	plant(dir, "pysight-3", 1000, 20);
+	plant(dir, "pysight-4", 1000, 10);
+	plant(dir, "pysightly", 10, 7200);	/* not PREFIX-... */
+	plant(dir, "other-0", 10, 7200);
+	snprintf(path, sizeof(path), "%s/pysight-0-dir", dir);
+	snprintf(link, sizeof(link), "%s/pysight-0-link", dir);
+	CHECK(!mkdir(path, 0700) && !symlink("pysight-1-old", link), "plant");
+	snprintf(path, sizeof(path), "%s/pysight-5", dir);
+	plant(dir, "pysight-5", 1000, 0);
+	retention__prune(&r, path);
+	/* 5 (kept) and 4 fit in 2500; 3 and 2 do not; 1 is old */
+	CHECK(left(dir, "pysight-5") && left(dir, "pysight-4") && !left(dir, "pysight-3") &&
+	      !left(dir, "pysight-2") && !left(dir, "pysight-1-old") && r.pruned == 3,
+	      "pruned %llu", (unsigned long long)r.pruned);
+	CHECK(left(dir, "pysightly") && left(dir, "other-0") && left(dir, "pysight-0-dir") &&
+	      left(dir, "snapshot-20231114T221320.123Z.svg"), "not ours: left");
+	CHECK(!lstat(link, &(struct stat){ 0 }), "a link is not ours");
+	r.max_bytes = 0;
+	retention__prune(&r, NULL);
+	CHECK(left(dir, "pysight-5") && left(dir, "pysight-4") && r.pruned == 3,
+	      "no bound: the young stay");
 }
 
 static void test_history(void)
@@ -795,6 +864,7 @@ int main(void)
 	test_spool();
 	test_spool_sent_while_dropped();
 	test_spool_parents();
+	test_retention();
 	test_history();
 	test_history_retire();
 	test_period();
