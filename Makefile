@@ -62,7 +62,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/profile/tally.c user/topview.c \
 	    user/format/writer.c user/format/write_folded.c user/format/write_pprof.c \
 	    user/format/write_speedscope.c user/format/write_svg.c \
-	    user/agent/control.c user/agent/exporter.c user/lib/fdio.c user/agent/history.c user/agent/otlp.c \
+	    user/agent/control.c user/agent/export.c user/agent/exporter.c user/lib/fdio.c user/agent/history.c user/agent/otlp.c \
 	    user/agent/retention.c user/agent/service.c user/agent/spool.c \
 	    $(PPROF_GEN) $(OTLP_GEN)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)

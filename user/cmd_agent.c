@@ -8,34 +8,30 @@
  */
 #include <argp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <math.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include <uthash.h>
 
 #include "clock.h"
 #include "collector.h"
 #include "commands.h"
 #include "control.h"
+#include "export.h"
 #include "exporter.h"
 #include "fdio.h"
 #include "history.h"
+#include "log.h"
 #include "metrics.h"
 #include "otlp.h"
 #include "privs.h"
 #include "registry.h"
 #include "retention.h"
-#include "service.h"
 #include "session.h"
 #include "spool.h"
 #include "usage.h"
@@ -59,7 +55,6 @@
 #define REBASE_S		60.0
 #define REBASE_FLOOR		4096
 #define MAX_TAGS		32
-#define NS			1000000000ULL
 
 struct agent_opts {
 	const char *otlp;
@@ -82,19 +77,11 @@ struct agent_opts {
 	const char *metrics_addr;
 };
 
-/* What the agent knows of a process, kept while it has samples. */
-struct known {
-	pid_t pid;
-	struct service_info info;
-	char version[16];
-	uint64_t seen;				/* the export that last used it */
-	UT_hash_handle hh;
-};
-
 struct agent {
 	struct session s;
 	struct agent_opts o;
 	struct history *h;
+	struct export *x;
 	struct spool *spool;
 	struct exporter *ex;
 	struct metrics *m;
@@ -106,9 +93,6 @@ struct agent {
 	int triggers;			/* files written for them in it */
 	char url[1024];
 	char host[256];
-	struct known *known;
-	uint64_t exports;
-	uint64_t made;			/* exports put to the spool (or dropped there) */
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
 	double cut_unsampled_s;		/* the sampler's unsampled_s then */
 	double start_s, cpu_at_start;
@@ -117,7 +101,6 @@ struct agent {
 	/* rebases of the collector's profile (maybe_rebase) */
 	uint64_t rebase_ns, rebase_every_ns, rebases;
 	unsigned int interned_base, rebase_floor;
-	uint64_t thin_seed;
 };
 
 static volatile sig_atomic_t exiting;
@@ -312,154 +295,21 @@ static void runtime_version(const struct pyproc *pp, char *out, size_t len)
 		snprintf(out + strlen(out), len - strlen(out), "%s%u", lv, hex & 0xf);
 }
 
-/* The resource of a thread's process, from what /proc says of it now,
- * kept while the same process (by start time) has samples. */
-static int describe_process(void *ctx, const struct pthread *t,
-			    const struct pcgroup *g, struct otlp_process *out)
+/* For the export's resources: the collector knows the interpreter. */
+static void runtime_version_of(void *ctx, pid_t pid, char *out, size_t len)
 {
 	struct agent *a = ctx;
-	const struct pyproc *pp;
-	struct known *k;
+	const struct pyproc *pp = collector__process(a->s.col, pid);
 
-	HASH_FIND_INT(a->known, &t->pid, k);
-	/* once an export, not once a sample: is the pid another process now? */
-	if (k && k->seen != a->exports) {
-		unsigned long long start = service__start_time(t->pid);
-
-		if (start && start != k->info.start_time) {
-			HASH_DEL(a->known, k);
-			free(k);
-			k = NULL;
-		}
-	}
-	if (!k) {
-		k = calloc(1, sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		k->pid = t->pid;
-		if (service__of(t->pid, g ? g->container : NULL, &k->info)) {
-			/* gone: what its samples said of it */
-			snprintf(k->info.service, sizeof(k->info.service), "%s",
-				 g && g->container ? g->container :
-				 t->process ? t->process : "python");
-		}
-		pp = collector__process(a->s.col, t->pid);
-		if (pp)
-			runtime_version(pp, k->version, sizeof(k->version));
-		HASH_ADD_INT(a->known, pid, k);
-	}
-	k->seen = a->exports;
-	memset(out, 0, sizeof(*out));
-	out->service = k->info.service;
-	out->exe_name = k->info.exe_name[0] ? k->info.exe_name : NULL;
-	out->exe_path = k->info.exe_path[0] ? k->info.exe_path : NULL;
-	out->runtime_version = k->version[0] ? k->version : NULL;
-	out->container = g ? g->container : NULL;
-	out->pod = g ? g->pod : NULL;
-	return 0;
+	if (pp)
+		runtime_version(pp, out, len);
 }
 
-/* Forget processes no export has used for a while. */
-static void forget_processes(struct agent *a)
+/* The export of the interval that ends now. */
+static void export_interval(struct agent *a, uint64_t now)
 {
-	struct known *k, *tmp;
-
-	HASH_ITER(hh, a->known, k, tmp)
-		if (k->seen + 4 < a->exports) {
-			HASH_DEL(a->known, k);
-			free(k);
-		}
-}
-
-/* The slices since..until, filtered, as a profile of its own. */
-static struct profile *window_profile(struct agent *a, uint64_t since,
-				      uint64_t until,
-				      const struct history_filter *f)
-{
-	struct profile *src = collector__profile(a->s.col);
-	struct profile *q = profile__new(profile__unit(src));
-	struct history_span span;
-	struct profile_meta *m;
-
-	if (!q || history__collect(a->h, since, until, f, q, &span)) {
-		profile__free(q);
-		return NULL;
-	}
-	m = profile__meta(q);
-	*m = *profile__meta(src);
-	m->start_unix_ns = span.first_ns ? span.first_ns : since;
-	m->duration_s = ((span.last_ns ? span.last_ns : until) -
-			 m->start_unix_ns) / 1e9;
-	/* the rate as sampled: a slowed sampler took fewer samples, and a
-	 * period of 1 / -r would make the CPU time low by as much */
-	if (a->s.o.mode == MODE_CPU)
-		m->rate_hz *= span.keep;
-	return q;
-}
-
-/* Into the spool, for the exporter. */
-static int export_profile(struct agent *a, struct profile *q, uint64_t since,
-			  uint64_t until, const char *trigger)
-{
-	struct otlp_opts oo = {
-		.mode = a->s.o.mode, .rate_hz = profile__meta(q)->rate_hz,
-		.start_ns = since, .end_ns = until, .host = a->host,
-		.tags = a->o.tags, .ntags = a->o.ntags, .trigger = trigger,
-		.process = describe_process, .ctx = a,
-	};
-	size_t len;
-	void *buf;
-	int err;
-
-	err = otlp__encode(q, &oo, &buf, &len);
-	if (err)
-		return err;
-	err = spool__push(a->spool, buf, len);
-	free(buf);
-	if (!err || err == -E2BIG)
-		a->made++;
-	if (err && err != -E2BIG)
-		fprintf(stderr, "pysight: failed to queue an export: %s\n",
-			strerror(-err));
-	exporter__kick(a->ex);
-	return 0;
-}
-
-/*
- * What goes out at -r: with a --window-rate above it, a cpu profile is
- * thinned back to -r (each sample kept with probability r / window rate),
- * so exports and files cost what -r costs and only the window (snapshots)
- * has the detail.  Time profiles are left whole: their weights are time,
- * whatever the rate.
- */
-static struct profile *export_profile_of(struct agent *a, uint64_t since,
-					 uint64_t until)
-{
-	struct profile *q = window_profile(a, since, until, NULL), *thin;
-
-	if (!q || a->s.o.mode != MODE_CPU || a->s.o.rate <= a->o.export_rate)
-		return q;
-	thin = profile__thin(q, (double)a->o.export_rate / a->s.o.rate,
-			     &a->thin_seed);
-	profile__free(q);
-	return thin;
-}
-
-static int export_interval(struct agent *a, uint64_t now)
-{
-	struct profile *q = export_profile_of(a, a->export_ns, now);
-	int err;
-
-	if (!q)
-		return -ENOMEM;
-	a->exports++;
-	/* nothing sampled: a request with no profiles says nothing (and a
-	 * collector records nothing of it) */
-	err = profile__nentries(q) ? export_profile(a, q, a->export_ns, now, NULL) : 0;
-	profile__free(q);
-	forget_processes(a);
-	a->export_ns = now;
-	return err;
+	if (!export__interval(a->x, collector__profile(a->s.col), a->export_ns, now))
+		a->export_ns = now;
 }
 
 static const struct writer *out_writer(const struct agent *a)
@@ -469,7 +319,8 @@ static const struct writer *out_writer(const struct agent *a)
 
 static void rotate(struct agent *a, uint64_t now)
 {
-	struct profile *q = export_profile_of(a, a->rotate_ns, now);
+	struct profile *q = export__period(a->x, collector__profile(a->s.col),
+					   a->rotate_ns, now);
 	struct write_opts wo = { 0 };
 	char path[PATH_MAX];
 	int err;
@@ -518,7 +369,7 @@ static struct profile *window_now(struct agent *a,
 	 * not in the profile's time range */
 	*since = now > span && now - span > a->start_ns ? now - span : a->start_ns;
 	*until = now;
-	return window_profile(a, *since, now, f);
+	return export__window(a->x, collector__profile(a->s.col), *since, now, f);
 }
 
 /* SIGUSR1, or an application's trigger: the window into the snapshot
@@ -538,8 +389,8 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 				       path, len);
 		err = writer__write_own_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
-	if (!err && a->spool)
-		export_profile(a, q, since, until, why);
+	if (!err)
+		export__send(a->x, q, since, until, why);
 	if (err) {
 		fprintf(stderr, "pysight: failed to write a snapshot: %s\n",
 			strerror(-err));
@@ -626,8 +477,8 @@ static void serve_control(struct agent *a)
 		else
 			control__answer(a->srv, id, buf, len, NULL);
 		/* every snapshot goes to the collector too, marked as one */
-		if (!ret && a->spool && profile__nentries(q))
-			export_profile(a, q, since, until, "snapshot");
+		if (!ret && profile__nentries(q))
+			export__send(a->x, q, since, until, "snapshot");
 		profile__free(q);
 		free(buf);
 		buf = NULL;
@@ -769,6 +620,25 @@ static int start_threads(struct agent *a)
 	return 0;
 }
 
+/* The export path, once the exporter it kicks is running. */
+static int start_export(struct agent *a)
+{
+	struct export_opts xo = {
+		.mode = a->s.o.mode, .rate = a->s.o.rate,
+		.export_rate = a->o.export_rate, .host = a->host,
+		.tags = a->o.tags, .ntags = a->o.ntags, .history = a->h,
+		.spool = a->spool, .exporter = a->ex,
+		.runtime_version = runtime_version_of, .ctx = a,
+	};
+
+	a->x = export__new(&xo);
+	if (!a->x) {
+		pr_err("failed to start the export: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The last word on the way out: what this run made of its exports, and
  * what the next start will find in the spool. */
 static void stopped(struct agent *a, bool say)
@@ -782,7 +652,7 @@ static void stopped(struct agent *a, bool say)
 	if (say)
 		fprintf(stderr, "pysight: agent: stopped: %" PRIu64 " exports made, %"
 			PRIu64 " sent, %" PRIu64 " dropped, %" PRIu64 " refused; %"
-			PRIu64 " left in %s for the next start\n", a->made, es.sent,
+			PRIu64 " left in %s for the next start\n", export__made(a->x), es.sent,
 			ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
 }
 
@@ -915,7 +785,6 @@ int cmd_agent(int argc, char **argv)
 	a.o.export_rate = a.s.o.rate;
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;
-	a.thin_seed = clock__wall_ns() ^ (uint64_t)getpid() << 32;
 	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
 		fprintf(stderr, "pysight: %s\n", why);
 		for (i = 0; i < a.o.ex.nheaders; i++)
@@ -939,7 +808,7 @@ int cmd_agent(int argc, char **argv)
 	err = setup_outputs(&a);
 	if (!err)
 		err = session__open(&a.s) ?: session__release(&a.s) ?:
-		      start_threads(&a);
+		      start_threads(&a) ?: start_export(&a);
 	if (!err) {
 		a.start_s = clock__now_s();
 		a.cpu_at_start = cpu_s();
@@ -965,8 +834,7 @@ int cmd_agent(int argc, char **argv)
 	history__free(a.h);
 	for (i = 0; i < a.o.ex.nheaders; i++)
 		free((char *)a.o.ex.headers[i]);	/* header_of's */
-	a.exports = UINT64_MAX / 2;
-	forget_processes(&a);
+	export__free(a.x);
 	session__close(&a.s, err ? SIGTERM : exiting, false);
 	return err ? 1 : 0;
 }

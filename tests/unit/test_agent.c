@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "control.h"
+#include "export.h"
 #include "exporter.h"
 #include "fdio.h"
 #include "history.h"
@@ -492,6 +493,87 @@ static void test_history(void)
 	profile__free(p);
 }
 
+static void version_of(void *ctx, pid_t pid, char *out, size_t len)
+{
+	(void)pid;
+	++*(int *)ctx;
+	snprintf(out, len, "3.12.1");
+}
+
+/* One cpu second of pid 4194000 (no such process: its samples name it),
+ * cut into h as the agent's loop would, at half the rate. */
+static void sample_second(struct profile *p, struct history *h, uint64_t s)
+{
+	const struct pthread *t = profile__thread(p, 4194000, 0, 4194000, "python3", "MainThread");
+	const struct pframe *f = profile__frame(p, "hot", "/srv/app.py", 3, 1, PFRAME_PYTHON);
+
+	CHECK(!profile__add(p, profile__stack(p, &f, 1), t, NULL, KIND_CPU, 10000, 10000) &&
+	      !history__cut(h, p, s * 1000000000ULL, (s + 1) * 1000000000ULL, 0.5), "add");
+}
+
+/* The export path: a window at the rate as sampled, a period thinned to
+ * -r, an export into the spool with the resource, a process described
+ * once and forgotten once idle, all freed by export__free. */
+static void test_export(void)
+{
+	const uint64_t S = 1000000000ULL;
+	struct profile *p = profile__new(UNIT_SAMPLES), *q;
+	struct history *h = history__new(60);
+	struct spool *sp = NULL;
+	struct export *x;
+	char dir[128], err[256];
+	int calls = 0, i;
+	uint64_t seq;
+	size_t len;
+	void *buf;
+	Request *r;
+
+	snprintf(dir, sizeof(dir), "%s/export-spool", tmpdir);
+	CHECK(!spool__open(dir, 1 << 20, &sp, err, sizeof(err)), "open: %s", err);
+	x = export__new(&(struct export_opts){ .mode = MODE_CPU, .rate = 500,
+		.export_rate = 50, .host = "box", .history = h, .spool = sp,
+		.runtime_version = version_of, .ctx = &calls });
+	profile__meta(p)->rate_hz = 500;
+	sample_second(p, h, 0);
+	q = export__window(x, p, 0, S, NULL);
+	CHECK(q && profile__total(q) == 10000 && profile__meta(q)->rate_hz == 250 &&
+	      profile__meta(q)->duration_s == 1, "window: the rate as sampled");
+	profile__free(q);
+	q = export__period(x, p, 0, S);
+	CHECK(q && profile__total(q) > 500 && profile__total(q) < 1500 &&
+	      profile__meta(q)->rate_hz == 25, "period: thinned to -r: %llu",
+	      q ? (unsigned long long)profile__total(q) : 0);
+	profile__free(q);
+	CHECK(!export__interval(x, p, 0, S) && export__made(x) == 1, "exported");
+	CHECK(!spool__peek(sp, &buf, &len, &seq), "queued");
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
+	CHECK(r && r->n_resource_profiles == 1 &&
+	      !strcmp(attr_str(r, (const KeyValue *const *)r->resource_profiles[0]->resource->attributes,
+			       r->resource_profiles[0]->resource->n_attributes,
+			       "process.runtime.version"), "3.12.1"), "the runtime's version");
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(r, NULL);
+	free(buf);
+	sample_second(p, h, 1);
+	CHECK(!export__interval(x, p, S, 2 * S) && calls == 1, "described once: %d", calls);
+	for (i = 2; i < 8; i++)
+		CHECK(!export__interval(x, p, i * S, (i + 1) * S), "nothing sampled");
+	CHECK(export__made(x) == 2, "an empty period is no export: %llu",
+	      (unsigned long long)export__made(x));
+	sample_second(p, h, 8);
+	CHECK(!export__interval(x, p, 8 * S, 9 * S) && calls == 2,
+	      "idle for 4 exports: forgotten, described again: %d", calls);
+	export__free(x);
+	/* without a spool, nothing goes out */
+	x = export__new(&(struct export_opts){ .mode = MODE_CPU, .history = h });
+	q = export__window(x, p, 0, 9 * S, NULL);
+	CHECK(q && !export__send(x, q, 0, 9 * S, "signal") && export__made(x) == 0, "no spool");
+	profile__free(q);
+	export__free(x);
+	spool__free(sp);
+	history__free(h);
+	profile__free(p);
+}
+
 /* A profile retired after a rebase lives while a slice points into it:
  * the window still reads it whole, and it goes with its last slice. */
 static void test_history_retire(void)
@@ -865,6 +947,7 @@ int main(void)
 	test_spool_sent_while_dropped();
 	test_spool_parents();
 	test_retention();
+	test_export();
 	test_history();
 	test_history_retire();
 	test_period();
