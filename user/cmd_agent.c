@@ -486,61 +486,50 @@ static void serve_control(struct agent *a)
 	}
 }
 
-/* One line at -v, and the metrics endpoint's text. */
+/* What the agent can say of itself, for -v and the metrics. */
+static void health_values(struct agent *a, struct collector_stats *st,
+			  struct metrics_values *v)
+{
+	size_t hist_bytes;
+
+	collector__stats(a->s.col, st);
+	*v = (struct metrics_values){
+		.samples = st->counters[CNT_SAMPLES], .sample_errors = st->errors,
+		.ringbuf_lost = st->lost, .python_processes = st->npython,
+		.snapshots = a->snapshots, .cpu_s = cpu_s() - a->cpu_at_start,
+		.resident_bytes = (uint64_t)st->rss_kib * 1024,
+		.interned = st->interned,
+	};
+	if (a->spool)
+		spool__stats(a->spool, &v->spool);
+	if (a->ex)
+		exporter__stats(a->ex, &v->ex);
+	history__size(a->h, &v->window_entries, &hist_bytes);
+}
+
+/* One line at -v (say: not for a scrape), and the metrics endpoint's. */
 static void health(struct agent *a, bool say)
 {
+	double up = clock__now_s() - a->start_s;
 	struct collector_stats st;
-	struct spool_stats ss = { 0 };
-	struct exporter_stats es = { 0 };
-	double up = clock__now_s() - a->start_s, cpu = cpu_s() - a->cpu_at_start;
-	size_t hist_entries, hist_bytes;
-	char text[2048];
+	struct metrics_values v;
 
-	collector__stats(a->s.col, &st);
-	if (a->spool)
-		spool__stats(a->spool, &ss);
-	if (a->ex)
-		exporter__stats(a->ex, &es);
-	history__size(a->h, &hist_entries, &hist_bytes);
+	health_values(a, &st, &v);
 	if (say)
 		fprintf(stderr, "pysight: agent: %" PRIu64 " samples, %" PRIu64
 			" errors, %u Python processes, %" PRIu64 " exports sent (%"
 			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
 			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB, "
 			"interned %u (%" PRIu64 " rebases)\n",
-			st.counters[CNT_SAMPLES], st.errors, st.npython, es.sent,
-			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
-			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
+			v.samples, v.sample_errors, v.python_processes, v.ex.sent,
+			v.ex.bytes_sent, v.spool.depth, v.spool.bytes,
+			v.spool.dropped, v.ex.rejected,
+			up > 0 ? 100 * v.cpu_s / up : 0, st.rss_kib, v.interned,
 			a->rebases);
 	if (say && a->s.o.verbose > 1)
 		session__print_held(&st);
-	if (!a->m)
-		return;
-	snprintf(text, sizeof(text),
-		 "# TYPE pysight_samples_total counter\npysight_samples_total %" PRIu64 "\n"
-		 "# TYPE pysight_sample_errors_total counter\npysight_sample_errors_total %" PRIu64 "\n"
-		 "# TYPE pysight_ringbuf_lost_total counter\npysight_ringbuf_lost_total %" PRIu64 "\n"
-		 "# TYPE pysight_python_processes gauge\npysight_python_processes %u\n"
-		 "# TYPE pysight_exports_sent_total counter\npysight_exports_sent_total %" PRIu64 "\n"
-		 "# TYPE pysight_export_bytes_total counter\npysight_export_bytes_total %" PRIu64 "\n"
-		 "# TYPE pysight_export_retries_total counter\npysight_export_retries_total %" PRIu64 "\n"
-		 "# TYPE pysight_exports_refused_total counter\npysight_exports_refused_total %" PRIu64 "\n"
-		 "# TYPE pysight_profiles_rejected_total counter\npysight_profiles_rejected_total %" PRIu64 "\n"
-		 "# TYPE pysight_queue_depth gauge\npysight_queue_depth %" PRIu64 "\n"
-		 "# TYPE pysight_queue_bytes gauge\npysight_queue_bytes %" PRIu64 "\n"
-		 "# TYPE pysight_queue_dropped_total counter\npysight_queue_dropped_total %" PRIu64 "\n"
-		 "# TYPE pysight_snapshots_total counter\npysight_snapshots_total %" PRIu64 "\n"
-		 "# TYPE pysight_window_entries gauge\npysight_window_entries %zu\n"
-		 "# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
-		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n"
-		 "# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
-		 st.counters[CNT_SAMPLES], st.errors,
-		 st.lost, st.npython,
-		 es.sent, es.bytes_sent, es.retries, es.rejected,
-		 es.profiles_rejected, ss.depth,
-		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
-		 st.rss_kib * 1024, st.interned);
-	metrics__set(a->m, text);
+	if (a->m)
+		metrics__update(a->m, &v);
 }
 
 /* The rolling files and the snapshots: where, named how, kept how long. */

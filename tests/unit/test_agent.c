@@ -23,6 +23,7 @@
 #include "exporter.h"
 #include "fdio.h"
 #include "history.h"
+#include "metrics.h"
 #include "otlp.h"
 #include "retention.h"
 #include "service.h"
@@ -574,6 +575,33 @@ static void test_export(void)
 	profile__free(p);
 }
 
+/* The exposition: each value under its name, and every count at its
+ * largest still fits the room metrics__update gives it. */
+static void test_metrics_text(void)
+{
+	struct metrics_values v = { .samples = 12, .ringbuf_lost = 3,
+				    .python_processes = 2, .cpu_s = 1.5,
+				    .window_entries = 40 };
+	char text[METRICS_TEXT_MAX];
+	int n;
+
+	v.spool.depth = 7;
+	v.ex.profiles_rejected = 1;
+	n = metrics__format(&v, text, sizeof(text));
+	CHECK(n > 0 && strstr(text, "# TYPE pysight_samples_total counter\n"
+				   "pysight_samples_total 12\n") &&
+	      strstr(text, "\npysight_ringbuf_lost_total 3\n") &&
+	      strstr(text, "\npysight_python_processes 2\n") &&
+	      strstr(text, "\npysight_queue_depth 7\n") &&
+	      strstr(text, "\npysight_profiles_rejected_total 1\n") &&
+	      strstr(text, "\npysight_window_entries 40\n") &&
+	      strstr(text, "\npysight_cpu_seconds_total 1.500\n"), "%s", text);
+	memset(&v, 0xff, sizeof(v));
+	v.cpu_s = 1e12;		/* 30,000 years of a core */
+	n = metrics__format(&v, text, sizeof(text));
+	CHECK(n > 0 && n < METRICS_TEXT_MAX, "the largest: %d bytes", n);
+}
+
 /* A profile retired after a rebase lives while a slice points into it:
  * the window still reads it whole, and it goes with its last slice. */
 static void test_history_retire(void)
@@ -948,6 +976,7 @@ int main(void)
 	test_spool_parents();
 	test_retention();
 	test_export();
+	test_metrics_text();
 	test_history();
 	test_history_retire();
 	test_period();
