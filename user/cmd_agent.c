@@ -331,8 +331,7 @@ static void rotate(struct agent *a, uint64_t now)
 			sizeof(path));
 	err = writer__write_own_file(out_writer(a), q, &wo, path);
 	if (err)
-		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
-			strerror(-err));
+		pr_err("failed to write %s: %s", path, strerror(-err));
 	else
 		a->rotated++;
 	profile__free(q);
@@ -389,15 +388,13 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 				       path, len);
 		err = writer__write_own_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
-	if (!err)
-		export__send(a->x, q, since, until, why);
 	if (err) {
-		fprintf(stderr, "pysight: failed to write a snapshot: %s\n",
-			strerror(-err));
+		pr_err("failed to write a snapshot: %s", strerror(-err));
 		path[0] = 0;
 	} else {
+		export__send(a->x, q, since, until, why);
 		a->snapshots++;
-		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
+		pr_info("snapshot (%s) written to %s", why, path);
 		retention__prune(&a->snaps, path);
 	}
 	profile__free(q);
@@ -515,21 +512,20 @@ static void health(struct agent *a, bool say)
 	struct metrics_values v;
 
 	health_values(a, &st, &v);
-	if (say)
-		fprintf(stderr, "pysight: agent: %" PRIu64 " samples, %" PRIu64
-			" errors, %u Python processes, %" PRIu64 " exports sent (%"
-			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
-			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB, "
-			"interned %u (%" PRIu64 " rebases)\n",
-			v.samples, v.sample_errors, v.python_processes, v.ex.sent,
-			v.ex.bytes_sent, v.spool.depth, v.spool.bytes,
-			v.spool.dropped, v.ex.rejected,
-			up > 0 ? 100 * v.cpu_s / up : 0, st.rss_kib, v.interned,
-			a->rebases);
-	if (say && a->s.o.verbose > 1)
-		session__print_held(&st);
 	if (a->m)
 		metrics__update(a->m, &v);
+	if (!say)
+		return;
+	pr_debug("agent: %" PRIu64 " samples, %" PRIu64 " errors, %u Python "
+		 "processes, %" PRIu64 " exports sent (%" PRIu64 " bytes), queue %"
+		 PRIu64 " (%" PRIu64 " bytes, %" PRIu64 " dropped, %" PRIu64
+		 " refused), cpu %.2f%%, rss %lu KiB, interned %u (%" PRIu64
+		 " rebases)", v.samples, v.sample_errors, v.python_processes,
+		 v.ex.sent, v.ex.bytes_sent, v.spool.depth, v.spool.bytes,
+		 v.spool.dropped, v.ex.rejected, up > 0 ? 100 * v.cpu_s / up : 0,
+		 st.rss_kib, v.interned, a->rebases);
+	if (log__on(LOG_DEBUG2))
+		session__print_held(&st);
 }
 
 /* The rolling files and the snapshots: where, named how, kept how long. */
@@ -586,7 +582,7 @@ static int setup_outputs(struct agent *a)
 		goto fail;
 	return 0;
 fail:
-	fprintf(stderr, "pysight: %s\n", err);
+	pr_err("%s", err);
 	return -EINVAL;
 }
 
@@ -603,7 +599,7 @@ static int start_threads(struct agent *a)
 	if ((a->m && metrics__start(a->m, err, sizeof(err))) ||
 	    (a->spool &&
 	     exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return -EINVAL;
 	}
 	return 0;
@@ -639,10 +635,10 @@ static void stopped(struct agent *a, bool say)
 	a->ex = NULL;
 	spool__stats(a->spool, &ss);
 	if (say)
-		fprintf(stderr, "pysight: agent: stopped: %" PRIu64 " exports made, %"
-			PRIu64 " sent, %" PRIu64 " dropped, %" PRIu64 " refused; %"
-			PRIu64 " left in %s for the next start\n", export__made(a->x), es.sent,
-			ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
+		pr_info("agent: stopped: %" PRIu64 " exports made, %" PRIu64
+			" sent, %" PRIu64 " dropped, %" PRIu64 " refused; %" PRIu64
+			" left in %s for the next start", export__made(a->x),
+			es.sent, ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
 }
 
 /*
@@ -704,7 +700,7 @@ static void loop(struct agent *a)
 			rotate(a, now);
 		/* one line an interval, whether it went out or to a file */
 		if (export_due || rotate_due)
-			health(a, a->s.o.verbose);
+			health(a, true);
 		if (usr1) {
 			usr1 = 0;
 			snapshot_to_disk(a, 0, "signal", path, sizeof(path));
@@ -775,7 +771,7 @@ int cmd_agent(int argc, char **argv)
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;
 	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
-		fprintf(stderr, "pysight: %s\n", why);
+		pr_err("%s", why);
 		for (i = 0; i < a.o.ex.nheaders; i++)
 			free((char *)a.o.ex.headers[i]);	/* those before */
 		return 2;
@@ -803,7 +799,7 @@ int cmd_agent(int argc, char **argv)
 		a.cpu_at_start = cpu_s();
 		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns =
 			a.rebase_ns = clock__wall_ns();
-		fprintf(stderr, "pysight: agent: sampling %s at %u Hz (%s)%s%s%s%s\n",
+		pr_info("agent: sampling %s at %u Hz (%s)%s%s%s%s",
 			session__what(&a.s), a.s.o.rate,
 			profile__mode_name(a.s.o.mode),
 			a.o.otlp ? ", exporting to " : "", a.o.otlp ? a.url : "",
