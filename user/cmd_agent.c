@@ -2,9 +2,11 @@
 /*
  * pysight agent: always on, host-wide, at a low rate.  The collector's
  * profile is cut into one-second slices (history.c), from which come:
- * every --export-interval an OTLP request, queued in the spool and sent by
- * the exporter's thread; every --rotate a profile file in --output-dir;
- * on demand (the control socket, SIGUSR1) the last --window.
+ * every --export-interval an OTLP request (export.c), queued in the spool
+ * and sent by the exporter's thread; every --rotate a profile file in
+ * --output-dir (retention.c names and prunes them); on demand (the control
+ * socket, SIGUSR1) the last --window.  This file has the options, the
+ * loop, the triggers and the setup.
  */
 #include <argp.h>
 #include <errno.h>
