@@ -62,8 +62,9 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/profile/tally.c user/topview.c \
 	    user/format/writer.c user/format/write_folded.c user/format/write_pprof.c \
 	    user/format/write_speedscope.c user/format/write_svg.c \
-	    user/agent/control.c user/agent/exporter.c user/lib/fdio.c user/agent/history.c user/agent/otlp.c \
-	    user/agent/service.c user/agent/spool.c \
+	    user/agent/control.c user/agent/export.c user/agent/exporter.c \
+	    user/agent/history.c user/agent/metrics.c user/agent/otlp.c \
+	    user/agent/retention.c user/agent/service.c user/agent/spool.c user/lib/fdio.c \
 	    $(PPROF_GEN) $(OTLP_GEN)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))

@@ -2,39 +2,38 @@
 /*
  * pysight agent: always on, host-wide, at a low rate.  The collector's
  * profile is cut into one-second slices (history.c), from which come:
- * every --export-interval an OTLP request, queued in the spool and sent by
- * the exporter's thread; every --rotate a profile file in --output-dir;
- * on demand (the control socket, SIGUSR1) the last --window.
+ * every --export-interval an OTLP request (export.c), queued in the spool
+ * and sent by the exporter's thread; every --rotate a profile file in
+ * --output-dir (retention.c names and prunes them); on demand (the control
+ * socket, SIGUSR1) the last --window.  This file has the options, the
+ * loop, the triggers and the setup.
  */
 #include <argp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <math.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include <uthash.h>
 
 #include "clock.h"
 #include "collector.h"
 #include "commands.h"
 #include "control.h"
+#include "export.h"
 #include "exporter.h"
 #include "fdio.h"
 #include "history.h"
+#include "log.h"
 #include "metrics.h"
 #include "otlp.h"
 #include "privs.h"
 #include "registry.h"
-#include "service.h"
+#include "retention.h"
 #include "session.h"
 #include "spool.h"
 #include "usage.h"
@@ -58,7 +57,6 @@
 #define REBASE_S		60.0
 #define REBASE_FLOOR		4096
 #define MAX_TAGS		32
-#define NS			1000000000ULL
 
 struct agent_opts {
 	const char *otlp;
@@ -81,19 +79,11 @@ struct agent_opts {
 	const char *metrics_addr;
 };
 
-/* What the agent knows of a process, kept while it has samples. */
-struct known {
-	pid_t pid;
-	struct service_info info;
-	char version[16];
-	uint64_t seen;				/* the export that last used it */
-	UT_hash_handle hh;
-};
-
 struct agent {
 	struct session s;
 	struct agent_opts o;
 	struct history *h;
+	struct export *x;
 	struct spool *spool;
 	struct exporter *ex;
 	struct metrics *m;
@@ -105,17 +95,14 @@ struct agent {
 	int triggers;			/* files written for them in it */
 	char url[1024];
 	char host[256];
-	struct known *known;
-	uint64_t exports;
-	uint64_t made;			/* exports put to the spool (or dropped there) */
 	uint64_t start_ns, cut_ns, export_ns, rotate_ns;
 	double cut_unsampled_s;		/* the sampler's unsampled_s then */
 	double start_s, cpu_at_start;
-	uint64_t snapshots, rotated, pruned;
+	struct retention files, snaps;	/* --output-dir's, --snapshot-dir's */
+	uint64_t snapshots, rotated;
 	/* rebases of the collector's profile (maybe_rebase) */
 	uint64_t rebase_ns, rebase_every_ns, rebases;
 	unsigned int interned_base, rebase_floor;
-	uint64_t thin_seed;
 };
 
 static volatile sig_atomic_t exiting;
@@ -310,154 +297,21 @@ static void runtime_version(const struct pyproc *pp, char *out, size_t len)
 		snprintf(out + strlen(out), len - strlen(out), "%s%u", lv, hex & 0xf);
 }
 
-/* The resource of a thread's process, from what /proc says of it now,
- * kept while the same process (by start time) has samples. */
-static int describe_process(void *ctx, const struct pthread *t,
-			    const struct pcgroup *g, struct otlp_process *out)
+/* For the export's resources: the collector knows the interpreter. */
+static void runtime_version_of(void *ctx, pid_t pid, char *out, size_t len)
 {
 	struct agent *a = ctx;
-	const struct pyproc *pp;
-	struct known *k;
+	const struct pyproc *pp = collector__process(a->s.col, pid);
 
-	HASH_FIND_INT(a->known, &t->pid, k);
-	/* once an export, not once a sample: is the pid another process now? */
-	if (k && k->seen != a->exports) {
-		unsigned long long start = service__start_time(t->pid);
-
-		if (start && start != k->info.start_time) {
-			HASH_DEL(a->known, k);
-			free(k);
-			k = NULL;
-		}
-	}
-	if (!k) {
-		k = calloc(1, sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		k->pid = t->pid;
-		if (service__of(t->pid, g ? g->container : NULL, &k->info)) {
-			/* gone: what its samples said of it */
-			snprintf(k->info.service, sizeof(k->info.service), "%s",
-				 g && g->container ? g->container :
-				 t->process ? t->process : "python");
-		}
-		pp = collector__process(a->s.col, t->pid);
-		if (pp)
-			runtime_version(pp, k->version, sizeof(k->version));
-		HASH_ADD_INT(a->known, pid, k);
-	}
-	k->seen = a->exports;
-	memset(out, 0, sizeof(*out));
-	out->service = k->info.service;
-	out->exe_name = k->info.exe_name[0] ? k->info.exe_name : NULL;
-	out->exe_path = k->info.exe_path[0] ? k->info.exe_path : NULL;
-	out->runtime_version = k->version[0] ? k->version : NULL;
-	out->container = g ? g->container : NULL;
-	out->pod = g ? g->pod : NULL;
-	return 0;
+	if (pp)
+		runtime_version(pp, out, len);
 }
 
-/* Forget processes no export has used for a while. */
-static void forget_processes(struct agent *a)
+/* The export of the interval that ends now. */
+static void export_interval(struct agent *a, uint64_t now)
 {
-	struct known *k, *tmp;
-
-	HASH_ITER(hh, a->known, k, tmp)
-		if (k->seen + 4 < a->exports) {
-			HASH_DEL(a->known, k);
-			free(k);
-		}
-}
-
-/* The slices since..until, filtered, as a profile of its own. */
-static struct profile *window_profile(struct agent *a, uint64_t since,
-				      uint64_t until,
-				      const struct history_filter *f)
-{
-	struct profile *src = collector__profile(a->s.col);
-	struct profile *q = profile__new(profile__unit(src));
-	struct history_span span;
-	struct profile_meta *m;
-
-	if (!q || history__collect(a->h, since, until, f, q, &span)) {
-		profile__free(q);
-		return NULL;
-	}
-	m = profile__meta(q);
-	*m = *profile__meta(src);
-	m->start_unix_ns = span.first_ns ? span.first_ns : since;
-	m->duration_s = ((span.last_ns ? span.last_ns : until) -
-			 m->start_unix_ns) / 1e9;
-	/* the rate as sampled: a slowed sampler took fewer samples, and a
-	 * period of 1 / -r would make the CPU time low by as much */
-	if (a->s.o.mode == MODE_CPU)
-		m->rate_hz *= span.keep;
-	return q;
-}
-
-/* Into the spool, for the exporter. */
-static int export_profile(struct agent *a, struct profile *q, uint64_t since,
-			  uint64_t until, const char *trigger)
-{
-	struct otlp_opts oo = {
-		.mode = a->s.o.mode, .rate_hz = profile__meta(q)->rate_hz,
-		.start_ns = since, .end_ns = until, .host = a->host,
-		.tags = a->o.tags, .ntags = a->o.ntags, .trigger = trigger,
-		.process = describe_process, .ctx = a,
-	};
-	size_t len;
-	void *buf;
-	int err;
-
-	err = otlp__encode(q, &oo, &buf, &len);
-	if (err)
-		return err;
-	err = spool__push(a->spool, buf, len);
-	free(buf);
-	if (!err || err == -E2BIG)
-		a->made++;
-	if (err && err != -E2BIG)
-		fprintf(stderr, "pysight: failed to queue an export: %s\n",
-			strerror(-err));
-	exporter__kick(a->ex);
-	return 0;
-}
-
-/*
- * What goes out at -r: with a --window-rate above it, a cpu profile is
- * thinned back to -r (each sample kept with probability r / window rate),
- * so exports and files cost what -r costs and only the window (snapshots)
- * has the detail.  Time profiles are left whole: their weights are time,
- * whatever the rate.
- */
-static struct profile *export_profile_of(struct agent *a, uint64_t since,
-					 uint64_t until)
-{
-	struct profile *q = window_profile(a, since, until, NULL), *thin;
-
-	if (!q || a->s.o.mode != MODE_CPU || a->s.o.rate <= a->o.export_rate)
-		return q;
-	thin = profile__thin(q, (double)a->o.export_rate / a->s.o.rate,
-			     &a->thin_seed);
-	profile__free(q);
-	return thin;
-}
-
-static int export_interval(struct agent *a, uint64_t now)
-{
-	struct profile *q = export_profile_of(a, a->export_ns, now);
-	int err;
-
-	if (!q)
-		return -ENOMEM;
-	a->exports++;
-	/* nothing sampled: a request with no profiles says nothing (and a
-	 * collector records nothing of it) */
-	err = profile__nentries(q) ? export_profile(a, q, a->export_ns, now, NULL) : 0;
-	profile__free(q);
-	forget_processes(a);
-	a->export_ns = now;
-	return err;
+	if (!export__interval(a->x, collector__profile(a->s.col), a->export_ns, now))
+		a->export_ns = now;
 }
 
 static const struct writer *out_writer(const struct agent *a)
@@ -465,101 +319,26 @@ static const struct writer *out_writer(const struct agent *a)
 	return writer__find(a->o.format ? a->o.format : "pprof");
 }
 
-static void file_name(const struct agent *a, const char *dir,
-		      const char *prefix, uint64_t t_ns, char *buf, size_t len)
-{
-	const struct writer *w = out_writer(a);
-	time_t t = (time_t)(t_ns / NS);
-	struct tm tm;
-	char stamp[32];
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(buf, len, "%s/%s-%s.%s", dir, prefix, stamp, w->exts[0]);
-}
-
-/* A snapshot's file: its time to the millisecond, and a number when a
- * snapshot took that name already, for triggers come in bursts and each
- * client is told its own file. */
-static void snapshot_name(const struct agent *a, uint64_t t_ns, char *buf,
-			  size_t len)
-{
-	const struct writer *w = out_writer(a);
-	time_t t = (time_t)(t_ns / NS);
-	unsigned int ms = (unsigned int)(t_ns % NS / 1000000);
-	struct stat st;
-	struct tm tm;
-	char stamp[32];
-	int n;
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(buf, len, "%s/snapshot-%s.%03uZ.%s", a->o.snapshot_dir, stamp,
-		 ms, w->exts[0]);
-	for (n = 2; !lstat(buf, &st) && n < 1000; n++)
-		snprintf(buf, len, "%s/snapshot-%s.%03uZ-%d.%s",
-			 a->o.snapshot_dir, stamp, ms, n, w->exts[0]);
-}
-
-/* Files of ours (named prefix..., owned by us or by whom we write for)
- * in dir, oldest first, past the age or the total size; never the one
- * just written (kept, a name in dir), which counts first. */
-static void prune(struct agent *a, const char *dir, const char *prefix,
-		  const char *kept)
-{
-	struct dirent **names;
-	uint64_t total = 0;
-	struct stat st;
-	time_t now = time(NULL);
-	char path[PATH_MAX];
-	int n, i;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, kept);
-	if (kept[0] && !lstat(path, &st))
-		total = (uint64_t)st.st_size;
-	n = scandir(dir, &names, NULL, alphasort);
-	if (n < 0)
-		return;
-	/* newest first, so the total counts what is kept */
-	for (i = n; i-- > 0;) {
-		const char *nm = names[i]->d_name;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, nm);
-		/* of ours: in /tmp, another user's pysight-* is not */
-		if (!strncmp(nm, prefix, strlen(prefix)) && strcmp(nm, kept) &&
-		    !lstat(path, &st) && S_ISREG(st.st_mode) &&
-		    (st.st_uid == geteuid() || st.st_uid == writer__owner())) {
-			total += (uint64_t)st.st_size;
-			if (now - st.st_mtime > a->o.retain_s ||
-			    (a->o.retain_bytes && total > a->o.retain_bytes)) {
-				if (!unlink(path))
-					a->pruned++;
-			}
-		}
-		free(names[i]);
-	}
-	free(names);
-}
-
 static void rotate(struct agent *a, uint64_t now)
 {
-	struct profile *q = export_profile_of(a, a->rotate_ns, now);
+	struct profile *q = export__period(a->x, collector__profile(a->s.col),
+					   a->rotate_ns, now);
 	struct write_opts wo = { 0 };
 	char path[PATH_MAX];
 	int err;
 
 	if (!q)
 		return;
-	file_name(a, a->o.output_dir, "pysight", a->rotate_ns, path, sizeof(path));
+	retention__name(&a->files, a->rotate_ns, out_writer(a)->exts[0], path,
+			sizeof(path));
 	err = writer__write_own_file(out_writer(a), q, &wo, path);
 	if (err)
-		fprintf(stderr, "pysight: failed to write %s: %s\n", path,
-			strerror(-err));
+		pr_err("failed to write %s: %s", path, strerror(-err));
 	else
 		a->rotated++;
 	profile__free(q);
 	a->rotate_ns = now;
-	prune(a, a->o.output_dir, "pysight-", err ? "" : strrchr(path, '/') + 1);
+	retention__prune(&a->files, err ? NULL : path);
 }
 
 /* The slice in progress into the history, with the share of the rate
@@ -591,27 +370,7 @@ static struct profile *window_now(struct agent *a,
 	 * not in the profile's time range */
 	*since = now > span && now - span > a->start_ns ? now - span : a->start_ns;
 	*until = now;
-	return window_profile(a, *since, now, f);
-}
-
-/* q in w's format, in memory (*buf malloc'd): 0, or -errno. */
-static int profile_bytes(const struct writer *w, struct profile *q,
-			 char **buf, size_t *len)
-{
-	struct write_opts wo = { 0 };
-	FILE *mem = open_memstream(buf, len);
-	int err;
-
-	if (!mem)
-		return -errno;
-	err = w->write(q, &wo, mem);
-	if (fclose(mem) && !err)
-		err = -EIO;
-	if (err) {
-		free(*buf);
-		*buf = NULL;
-	}
-	return err;
+	return export__window(a->x, collector__profile(a->s.col), *since, now, f);
 }
 
 /* SIGUSR1, or an application's trigger: the window into the snapshot
@@ -627,19 +386,18 @@ static void snapshot_to_disk(struct agent *a, pid_t pid, const char *why,
 	path[0] = 0;
 	if (!err) {
 		fdio__mkdirs(a->o.snapshot_dir, 0750);
-		snapshot_name(a, until, path, len);
+		retention__unique_name(&a->snaps, until, out_writer(a)->exts[0],
+				       path, len);
 		err = writer__write_own_file(out_writer(a), q, &(struct write_opts){ 0 }, path);
 	}
-	if (!err && a->spool)
-		export_profile(a, q, since, until, why);
 	if (err) {
-		fprintf(stderr, "pysight: failed to write a snapshot: %s\n",
-			strerror(-err));
+		pr_err("failed to write a snapshot: %s", strerror(-err));
 		path[0] = 0;
 	} else {
+		export__send(a->x, q, since, until, why);
 		a->snapshots++;
-		fprintf(stderr, "pysight: snapshot (%s) written to %s\n", why, path);
-		prune(a, a->o.snapshot_dir, "snapshot-", strrchr(path, '/') + 1);
+		pr_info("snapshot (%s) written to %s", why, path);
+		retention__prune(&a->snaps, path);
 	}
 	profile__free(q);
 }
@@ -704,7 +462,8 @@ static void serve_control(struct agent *a)
 					.cgroup = r.cgroup[0] ? r.cgroup : NULL,
 					.container = r.container[0] ? r.container : NULL },
 			       &since, &until);
-		ret = q ? profile_bytes(w, q, &buf, &len) : -ENOMEM;
+		ret = q ? writer__write_mem(w, q, &(struct write_opts){ 0 }, &buf, &len) :
+			    -ENOMEM;
 		if (!ret && !profile__nentries(q))
 			ret = -ENODATA;	/* not an empty file the user must open */
 		if (ret == -ENODATA)
@@ -717,8 +476,8 @@ static void serve_control(struct agent *a)
 		else
 			control__answer(a->srv, id, buf, len, NULL);
 		/* every snapshot goes to the collector too, marked as one */
-		if (!ret && a->spool && profile__nentries(q))
-			export_profile(a, q, since, until, "snapshot");
+		if (!ret && profile__nentries(q))
+			export__send(a->x, q, since, until, "snapshot");
 		profile__free(q);
 		free(buf);
 		buf = NULL;
@@ -726,61 +485,62 @@ static void serve_control(struct agent *a)
 	}
 }
 
-/* One line at -v, and the metrics endpoint's text. */
+/* What the agent can say of itself, for -v and the metrics. */
+static void health_values(struct agent *a, struct collector_stats *st,
+			  struct metrics_values *v)
+{
+	size_t hist_bytes;
+
+	collector__stats(a->s.col, st);
+	*v = (struct metrics_values){
+		.samples = st->counters[CNT_SAMPLES], .sample_errors = st->errors,
+		.ringbuf_lost = st->lost, .python_processes = st->npython,
+		.snapshots = a->snapshots, .cpu_s = cpu_s() - a->cpu_at_start,
+		.resident_bytes = (uint64_t)st->rss_kib * 1024,
+		.interned = st->interned,
+	};
+	if (a->spool)
+		spool__stats(a->spool, &v->spool);
+	if (a->ex)
+		exporter__stats(a->ex, &v->ex);
+	history__size(a->h, &v->window_entries, &hist_bytes);
+}
+
+/* One line at -v (say: not for a scrape), and the metrics endpoint's. */
 static void health(struct agent *a, bool say)
 {
+	double up = clock__now_s() - a->start_s;
 	struct collector_stats st;
-	struct spool_stats ss = { 0 };
-	struct exporter_stats es = { 0 };
-	double up = clock__now_s() - a->start_s, cpu = cpu_s() - a->cpu_at_start;
-	size_t hist_entries, hist_bytes;
-	char text[2048];
+	struct metrics_values v;
 
-	collector__stats(a->s.col, &st);
-	if (a->spool)
-		spool__stats(a->spool, &ss);
-	if (a->ex)
-		exporter__stats(a->ex, &es);
-	history__size(a->h, &hist_entries, &hist_bytes);
-	if (say)
-		fprintf(stderr, "pysight: agent: %" PRIu64 " samples, %" PRIu64
-			" errors, %u Python processes, %" PRIu64 " exports sent (%"
-			PRIu64 " bytes), queue %" PRIu64 " (%" PRIu64 " bytes, %"
-			PRIu64 " dropped, %" PRIu64 " refused), cpu %.2f%%, rss %lu KiB, "
-			"interned %u (%" PRIu64 " rebases)\n",
-			st.counters[CNT_SAMPLES], st.errors, st.npython, es.sent,
-			es.bytes_sent, ss.depth, ss.bytes, ss.dropped, es.rejected,
-			up > 0 ? 100 * cpu / up : 0, st.rss_kib, st.interned,
-			a->rebases);
-	if (say && a->s.o.verbose > 1)
-		session__print_held(&st);
-	if (!a->m)
+	health_values(a, &st, &v);
+	if (a->m)
+		metrics__update(a->m, &v);
+	if (!say)
 		return;
-	snprintf(text, sizeof(text),
-		 "# TYPE pysight_samples_total counter\npysight_samples_total %" PRIu64 "\n"
-		 "# TYPE pysight_sample_errors_total counter\npysight_sample_errors_total %" PRIu64 "\n"
-		 "# TYPE pysight_ringbuf_lost_total counter\npysight_ringbuf_lost_total %" PRIu64 "\n"
-		 "# TYPE pysight_python_processes gauge\npysight_python_processes %u\n"
-		 "# TYPE pysight_exports_sent_total counter\npysight_exports_sent_total %" PRIu64 "\n"
-		 "# TYPE pysight_export_bytes_total counter\npysight_export_bytes_total %" PRIu64 "\n"
-		 "# TYPE pysight_export_retries_total counter\npysight_export_retries_total %" PRIu64 "\n"
-		 "# TYPE pysight_exports_refused_total counter\npysight_exports_refused_total %" PRIu64 "\n"
-		 "# TYPE pysight_profiles_rejected_total counter\npysight_profiles_rejected_total %" PRIu64 "\n"
-		 "# TYPE pysight_queue_depth gauge\npysight_queue_depth %" PRIu64 "\n"
-		 "# TYPE pysight_queue_bytes gauge\npysight_queue_bytes %" PRIu64 "\n"
-		 "# TYPE pysight_queue_dropped_total counter\npysight_queue_dropped_total %" PRIu64 "\n"
-		 "# TYPE pysight_snapshots_total counter\npysight_snapshots_total %" PRIu64 "\n"
-		 "# TYPE pysight_window_entries gauge\npysight_window_entries %zu\n"
-		 "# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
-		 "# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %lu\n"
-		 "# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
-		 st.counters[CNT_SAMPLES], st.errors,
-		 st.lost, st.npython,
-		 es.sent, es.bytes_sent, es.retries, es.rejected,
-		 es.profiles_rejected, ss.depth,
-		 ss.bytes, ss.dropped, a->snapshots, hist_entries, cpu,
-		 st.rss_kib * 1024, st.interned);
-	metrics__set(a->m, text);
+	pr_debug("agent: %" PRIu64 " samples, %" PRIu64 " errors, %u Python "
+		 "processes, %" PRIu64 " exports sent (%" PRIu64 " bytes), queue %"
+		 PRIu64 " (%" PRIu64 " bytes, %" PRIu64 " dropped, %" PRIu64
+		 " refused), cpu %.2f%%, rss %lu KiB, interned %u (%" PRIu64
+		 " rebases)", v.samples, v.sample_errors, v.python_processes,
+		 v.ex.sent, v.ex.bytes_sent, v.spool.depth, v.spool.bytes,
+		 v.spool.dropped, v.ex.rejected, up > 0 ? 100 * v.cpu_s / up : 0,
+		 st.rss_kib, v.interned, a->rebases);
+	if (log__on(LOG_DEBUG2))
+		session__print_held(&st);
+}
+
+/* The rolling files and the snapshots: where, named how, kept how long. */
+static void setup_retention(struct agent *a)
+{
+	a->files = (struct retention){
+		.dir = a->o.output_dir, .prefix = "pysight",
+		.max_age_s = a->o.retain_s, .max_bytes = a->o.retain_bytes,
+		.owner = writer__owner(),
+	};
+	a->snaps = a->files;
+	a->snaps.dir = a->o.snapshot_dir;
+	a->snaps.prefix = "snapshot";
 }
 
 /* Everything that can fail on a bad option, before BPF is loaded. */
@@ -824,7 +584,7 @@ static int setup_outputs(struct agent *a)
 		goto fail;
 	return 0;
 fail:
-	fprintf(stderr, "pysight: %s\n", err);
+	pr_err("%s", err);
 	return -EINVAL;
 }
 
@@ -841,8 +601,27 @@ static int start_threads(struct agent *a)
 	if ((a->m && metrics__start(a->m, err, sizeof(err))) ||
 	    (a->spool &&
 	     exporter__start(&a->o.ex, a->spool, &a->ex, err, sizeof(err)))) {
-		fprintf(stderr, "pysight: %s\n", err);
+		pr_err("%s", err);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The export path, once the exporter it kicks is running. */
+static int start_export(struct agent *a)
+{
+	struct export_opts xo = {
+		.mode = a->s.o.mode, .rate = a->s.o.rate,
+		.export_rate = a->o.export_rate, .host = a->host,
+		.tags = a->o.tags, .ntags = a->o.ntags, .history = a->h,
+		.spool = a->spool, .exporter = a->ex,
+		.runtime_version = runtime_version_of, .ctx = a,
+	};
+
+	a->x = export__new(&xo);
+	if (!a->x) {
+		pr_err("failed to start the export: %s", strerror(ENOMEM));
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -858,10 +637,10 @@ static void stopped(struct agent *a, bool say)
 	a->ex = NULL;
 	spool__stats(a->spool, &ss);
 	if (say)
-		fprintf(stderr, "pysight: agent: stopped: %" PRIu64 " exports made, %"
-			PRIu64 " sent, %" PRIu64 " dropped, %" PRIu64 " refused; %"
-			PRIu64 " left in %s for the next start\n", a->made, es.sent,
-			ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
+		pr_info("agent: stopped: %" PRIu64 " exports made, %" PRIu64
+			" sent, %" PRIu64 " dropped, %" PRIu64 " refused; %" PRIu64
+			" left in %s for the next start", export__made(a->x),
+			es.sent, ss.dropped, es.rejected, ss.depth, a->o.spool_dir);
 }
 
 /*
@@ -923,7 +702,7 @@ static void loop(struct agent *a)
 			rotate(a, now);
 		/* one line an interval, whether it went out or to a file */
 		if (export_due || rotate_due)
-			health(a, a->s.o.verbose);
+			health(a, true);
 		if (usr1) {
 			usr1 = 0;
 			snapshot_to_disk(a, 0, "signal", path, sizeof(path));
@@ -993,15 +772,14 @@ int cmd_agent(int argc, char **argv)
 	a.o.export_rate = a.s.o.rate;
 	if (a.o.window_rate > a.s.o.rate)
 		a.s.o.rate = a.o.window_rate;
-	a.thin_seed = clock__wall_ns() ^ (uint64_t)getpid() << 32;
-	a.o.ex.verbose = a.s.o.verbose;
 	if (a.o.otlp && exporter__env_headers(&a.o.ex, why, sizeof(why))) {
-		fprintf(stderr, "pysight: %s\n", why);
+		pr_err("%s", why);
 		for (i = 0; i < a.o.ex.nheaders; i++)
 			free((char *)a.o.ex.headers[i]);	/* those before */
 		return 2;
 	}
 	gethostname(a.host, sizeof(a.host) - 1);
+	setup_retention(&a);
 	span = a.o.window_s > a.o.export_s ? a.o.window_s : a.o.export_s;
 	if (a.o.output_dir && a.o.rotate_s > span)
 		span = a.o.rotate_s;
@@ -1017,13 +795,13 @@ int cmd_agent(int argc, char **argv)
 	err = setup_outputs(&a);
 	if (!err)
 		err = session__open(&a.s) ?: session__release(&a.s) ?:
-		      start_threads(&a);
+		      start_threads(&a) ?: start_export(&a);
 	if (!err) {
 		a.start_s = clock__now_s();
 		a.cpu_at_start = cpu_s();
 		a.start_ns = a.cut_ns = a.export_ns = a.rotate_ns =
 			a.rebase_ns = clock__wall_ns();
-		fprintf(stderr, "pysight: agent: sampling %s at %u Hz (%s)%s%s%s%s\n",
+		pr_info("agent: sampling %s at %u Hz (%s)%s%s%s%s",
 			session__what(&a.s), a.s.o.rate,
 			profile__mode_name(a.s.o.mode),
 			a.o.otlp ? ", exporting to " : "", a.o.otlp ? a.url : "",
@@ -1043,8 +821,7 @@ int cmd_agent(int argc, char **argv)
 	history__free(a.h);
 	for (i = 0; i < a.o.ex.nheaders; i++)
 		free((char *)a.o.ex.headers[i]);	/* header_of's */
-	a.exports = UINT64_MAX / 2;
-	forget_processes(&a);
+	export__free(a.x);
 	session__close(&a.s, err ? SIGTERM : exiting, false);
 	return err ? 1 : 0;
 }

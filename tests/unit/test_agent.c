@@ -19,10 +19,13 @@
 
 #include "check.h"
 #include "control.h"
+#include "export.h"
 #include "exporter.h"
 #include "fdio.h"
 #include "history.h"
+#include "metrics.h"
 #include "otlp.h"
+#include "retention.h"
 #include "service.h"
 #include "spool.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
@@ -236,7 +239,7 @@ static void test_partial_success(void)
 	char msg[64];
 
 	CHECK(!otlp__partial_success(r, sizeof(r), &rejected, msg, sizeof(msg)) &&
-	      rejected == 2 && !strcmp(msg, "dup "), "partial: %lld '%s'", (long long)rejected, msg);
+	      rejected == 2 && !strcmp(msg, "dup\\n"), "partial: %lld '%s'", (long long)rejected, msg);
 	CHECK(!otlp__partial_success("", 0, &rejected, msg, sizeof(msg)) && rejected == 0 &&
 	      !msg[0], "an empty answer takes everything");
 	CHECK(otlp__partial_success("\xff\xff\xff", 3, &rejected, msg, sizeof(msg)), "garbage");
@@ -375,6 +378,74 @@ static void test_spool_parents(void)
 	CHECK(fdio__mkdirs("", 0700) == -ENOENT, "an empty path is no directory");
 }
 
+static void plant(const char *dir, const char *name, size_t size, time_t age)
+{
+	struct timespec ts[2] = { { .tv_sec = time(NULL) - age },
+				  { .tv_sec = time(NULL) - age } };
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CHECK(fd >= 0 && !ftruncate(fd, (off_t)size) && !futimens(fd, ts),
+	      "plant %s", name);
+	close(fd);
+}
+
+static bool left(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !access(path, F_OK);
+}
+
+/* Names sort by time; a second snapshot in a millisecond is numbered;
+ * pruning takes the old and then the oldest past the size, and only
+ * regular files named ours. */
+static void test_retention(void)
+{
+	struct retention r = { .prefix = "pysight", .max_age_s = 3600,
+			       .max_bytes = 2500, .owner = (uid_t)-1 };
+	char dir[128], path[256], link[256];
+
+	snprintf(dir, sizeof(dir), "%s/retention", tmpdir);
+	CHECK(!mkdir(dir, 0700), "mkdir");
+	r.dir = dir;
+	retention__name(&r, 1700000000123456789ULL, "pb.gz", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/pysight-20231114T221320Z.pb.gz"), "%s", path);
+	r.prefix = "snapshot";
+	retention__unique_name(&r, 1700000000123456789ULL, "svg", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/snapshot-20231114T221320.123Z.svg"), "%s", path);
+	plant(dir, strrchr(path, '/') + 1, 0, 0);
+	retention__unique_name(&r, 1700000000123456789ULL, "svg", path, sizeof(path));
+	CHECK(!strcmp(strrchr(path, '/'), "/snapshot-20231114T221320.123Z-2.svg"), "%s", path);
+	r.prefix = "pysight";
+	plant(dir, "pysight-1-old", 10, 7200);
+	plant(dir, "pysight-2", 1000, 30);
+	plant(dir, "pysight-3", 1000, 20);
+	plant(dir, "pysight-4", 1000, 10);
+	plant(dir, "pysightly", 10, 7200);	/* not PREFIX-... */
+	plant(dir, "other-0", 10, 7200);
+	snprintf(path, sizeof(path), "%s/pysight-0-dir", dir);
+	snprintf(link, sizeof(link), "%s/pysight-0-link", dir);
+	CHECK(!mkdir(path, 0700) && !symlink("pysight-1-old", link), "plant");
+	snprintf(path, sizeof(path), "%s/pysight-5", dir);
+	plant(dir, "pysight-5", 1000, 0);
+	retention__prune(&r, path);
+	/* 5 (kept) and 4 fit in 2500; 3 and 2 do not; 1 is old */
+	CHECK(left(dir, "pysight-5") && left(dir, "pysight-4") && !left(dir, "pysight-3") &&
+	      !left(dir, "pysight-2") && !left(dir, "pysight-1-old") && r.pruned == 3,
+	      "pruned %llu", (unsigned long long)r.pruned);
+	CHECK(left(dir, "pysightly") && left(dir, "other-0") && left(dir, "pysight-0-dir") &&
+	      left(dir, "snapshot-20231114T221320.123Z.svg"), "not ours: left");
+	CHECK(!lstat(link, &(struct stat){ 0 }), "a link is not ours");
+	r.max_bytes = 0;
+	retention__prune(&r, NULL);
+	CHECK(left(dir, "pysight-5") && left(dir, "pysight-4") && r.pruned == 3,
+	      "no bound: the young stay");
+}
+
 static void test_history(void)
 {
 	struct profile *p = two_services(), *q;
@@ -421,6 +492,114 @@ static void test_history(void)
 	profile__free(q);
 	history__free(h);
 	profile__free(p);
+}
+
+static void version_of(void *ctx, pid_t pid, char *out, size_t len)
+{
+	(void)pid;
+	++*(int *)ctx;
+	snprintf(out, len, "3.12.1");
+}
+
+/* One cpu second of pid 4194000 (no such process: its samples name it),
+ * cut into h as the agent's loop would, at half the rate. */
+static void sample_second(struct profile *p, struct history *h, uint64_t s)
+{
+	const struct pthread *t = profile__thread(p, 4194000, 0, 4194000, "python3", "MainThread");
+	const struct pframe *f = profile__frame(p, "hot", "/srv/app.py", 3, 1, PFRAME_PYTHON);
+
+	CHECK(!profile__add(p, profile__stack(p, &f, 1), t, NULL, KIND_CPU, 10000, 10000) &&
+	      !history__cut(h, p, s * 1000000000ULL, (s + 1) * 1000000000ULL, 0.5), "add");
+}
+
+/* The export path: a window at the rate as sampled, a period thinned to
+ * -r, an export into the spool with the resource, a process described
+ * once and forgotten once idle, all freed by export__free. */
+static void test_export(void)
+{
+	const uint64_t S = 1000000000ULL;
+	struct profile *p = profile__new(UNIT_SAMPLES), *q;
+	struct history *h = history__new(60);
+	struct spool *sp = NULL;
+	struct export *x;
+	char dir[128], err[256];
+	int calls = 0, i;
+	uint64_t seq;
+	size_t len;
+	void *buf;
+	Request *r;
+
+	snprintf(dir, sizeof(dir), "%s/export-spool", tmpdir);
+	CHECK(!spool__open(dir, 1 << 20, &sp, err, sizeof(err)), "open: %s", err);
+	x = export__new(&(struct export_opts){ .mode = MODE_CPU, .rate = 500,
+		.export_rate = 50, .host = "box", .history = h, .spool = sp,
+		.runtime_version = version_of, .ctx = &calls });
+	profile__meta(p)->rate_hz = 500;
+	sample_second(p, h, 0);
+	q = export__window(x, p, 0, S, NULL);
+	CHECK(q && profile__total(q) == 10000 && profile__meta(q)->rate_hz == 250 &&
+	      profile__meta(q)->duration_s == 1, "window: the rate as sampled");
+	profile__free(q);
+	q = export__period(x, p, 0, S);
+	CHECK(q && profile__total(q) > 500 && profile__total(q) < 1500 &&
+	      profile__meta(q)->rate_hz == 25, "period: thinned to -r: %llu",
+	      q ? (unsigned long long)profile__total(q) : 0);
+	profile__free(q);
+	CHECK(!export__interval(x, p, 0, S) && export__made(x) == 1, "exported");
+	CHECK(!spool__peek(sp, &buf, &len, &seq), "queued");
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
+	CHECK(r && r->n_resource_profiles == 1 &&
+	      !strcmp(attr_str(r, (const KeyValue *const *)r->resource_profiles[0]->resource->attributes,
+			       r->resource_profiles[0]->resource->n_attributes,
+			       "process.runtime.version"), "3.12.1"), "the runtime's version");
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(r, NULL);
+	free(buf);
+	sample_second(p, h, 1);
+	CHECK(!export__interval(x, p, S, 2 * S) && calls == 1, "described once: %d", calls);
+	for (i = 2; i < 8; i++)
+		CHECK(!export__interval(x, p, i * S, (i + 1) * S), "nothing sampled");
+	CHECK(export__made(x) == 2, "an empty period is no export: %llu",
+	      (unsigned long long)export__made(x));
+	sample_second(p, h, 8);
+	CHECK(!export__interval(x, p, 8 * S, 9 * S) && calls == 2,
+	      "idle for 4 exports: forgotten, described again: %d", calls);
+	export__free(x);
+	/* without a spool, nothing goes out */
+	x = export__new(&(struct export_opts){ .mode = MODE_CPU, .history = h });
+	q = export__window(x, p, 0, 9 * S, NULL);
+	CHECK(q && !export__send(x, q, 0, 9 * S, "signal") && export__made(x) == 0, "no spool");
+	profile__free(q);
+	export__free(x);
+	spool__free(sp);
+	history__free(h);
+	profile__free(p);
+}
+
+/* The exposition: each value under its name, and every count at its
+ * largest still fits the room metrics__update gives it. */
+static void test_metrics_text(void)
+{
+	struct metrics_values v = { .samples = 12, .ringbuf_lost = 3,
+				    .python_processes = 2, .cpu_s = 1.5,
+				    .window_entries = 40 };
+	char text[METRICS_TEXT_MAX];
+	int n;
+
+	v.spool.depth = 7;
+	v.ex.profiles_rejected = 1;
+	n = metrics__format(&v, text, sizeof(text));
+	CHECK(n > 0 && strstr(text, "# TYPE pysight_samples_total counter\n"
+				   "pysight_samples_total 12\n") &&
+	      strstr(text, "\npysight_ringbuf_lost_total 3\n") &&
+	      strstr(text, "\npysight_python_processes 2\n") &&
+	      strstr(text, "\npysight_queue_depth 7\n") &&
+	      strstr(text, "\npysight_profiles_rejected_total 1\n") &&
+	      strstr(text, "\npysight_window_entries 40\n") &&
+	      strstr(text, "\npysight_cpu_seconds_total 1.500\n"), "%s", text);
+	memset(&v, 0xff, sizeof(v));
+	v.cpu_s = 1e12;		/* 30,000 years of a core */
+	n = metrics__format(&v, text, sizeof(text));
+	CHECK(n > 0 && n < METRICS_TEXT_MAX, "the largest: %d bytes", n);
 }
 
 /* A profile retired after a rebase lives while a slice points into it:
@@ -795,6 +974,9 @@ int main(void)
 	test_spool();
 	test_spool_sent_while_dropped();
 	test_spool_parents();
+	test_retention();
+	test_export();
+	test_metrics_text();
 	test_history();
 	test_history_retire();
 	test_period();

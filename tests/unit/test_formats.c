@@ -422,6 +422,30 @@ static void test_terminal_escapes(void)
 	free(mem);
 }
 
+/* In memory, the bytes a file gets: what the agent's control socket
+ * answers is what a file of that format holds. */
+static void test_write_mem(void)
+{
+	struct profile *p = rich_profile();
+	char path[128], *mem = NULL, *file = NULL;
+	size_t len = 0, flen = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/mem.json", tmpdir);
+	CHECK(!writer__write_file(&writer_speedscope, p, NULL, path), "write");
+	f = fopen(path, "r");
+	CHECK(f && getdelim(&file, &flen, 0, f) > 0, "read back");
+	if (f)
+		fclose(f);
+	CHECK(!writer__write_mem(&writer_speedscope, p, NULL, &mem, &len) && mem,
+	      "write_mem");
+	CHECK(mem && file && len == strlen(file) && !memcmp(mem, file, len),
+	      "the file's bytes: %zu", len);
+	free(mem);
+	free(file);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct profile *p;
@@ -445,6 +469,7 @@ int main(void)
 	test_collapse();
 	test_extensions();
 	test_terminal_escapes();
+	test_write_mem();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -19,8 +19,10 @@
 
 #include "clock.h"
 #include "exporter.h"
+#include "log.h"
 #include "otlp.h"
 #include "spool.h"
+#include "utf8.h"
 
 #define BODY_MAX	4096	/* of an answer, kept for the log */
 #define FIRST_BACKOFF	1.0
@@ -44,17 +46,18 @@ struct exporter {
 };
 
 struct body {
-	char buf[BODY_MAX];
+	char buf[BODY_MAX + 1];		/* NUL-terminated, for a text body */
 	size_t len;
 };
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
 	struct body *b = ctx;
-	size_t len = size * n, room = sizeof(b->buf) - b->len;
+	size_t len = size * n, room = BODY_MAX - b->len;
 
 	memcpy(b->buf + b->len, data, len < room ? len : room);
 	b->len += len < room ? len : room;
+	b->buf[b->len] = 0;
 	return len;
 }
 
@@ -114,23 +117,16 @@ out:
 	return ret;
 }
 
-/* The server's words, in one line: the message of a google.rpc.Status
- * (what OTLP servers answer errors with), else the body as text. */
+/* The server's words, in one line and escaped as a target's are: the
+ * message of a google.rpc.Status (what OTLP servers answer errors with),
+ * else the body as text. */
 static void server_message(const struct body *b, const char *ctype,
 			   char *out, size_t len)
 {
-	size_t i, o = 0;
-
 	if (ctype && strstr(ctype, "protobuf") &&
 	    !otlp__status_message(b->buf, b->len, out, len))
 		return;
-	for (i = 0; i < b->len && o + 1 < len; i++) {
-		unsigned char c = (unsigned char)b->buf[i];
-
-		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
-	}
-	out[o] = 0;
-	if (!o)
+	if (!utf8__escape(out, len, b->buf)[0])
 		snprintf(out, len, "(no message)");
 }
 
@@ -143,6 +139,7 @@ static void server_message(const struct body *b, const char *ctype,
 static void partial_success(struct exporter *e, const struct body *b,
 			    const char *ctype)
 {
+	enum log_level level;
 	int64_t rejected;
 	char msg[512];
 
@@ -155,15 +152,17 @@ static void partial_success(struct exporter *e, const struct body *b,
 		e->st.profiles_rejected += (uint64_t)rejected;
 		pthread_mutex_unlock(&e->lock);
 	}
-	if (rejected <= 0 && (!e->said_partial || e->o.verbose))
-		fprintf(stderr, "pysight: %s took an export with a warning: %s%s\n",
-			e->o.url, msg, e->said_partial ? "" :
-			" (further warnings and partial rejections are not logged)");
-	else if (!e->said_partial || e->o.verbose)
-		fprintf(stderr, "pysight: %s took an export but rejected %" PRId64
-			" of its profiles: %s%s\n", e->o.url, rejected,
-			msg[0] ? msg : "(no message)", e->said_partial ? "" :
-			" (further partial rejections are counted, not logged)");
+	/* the first says so whatever -v; the rest only at -v */
+	level = e->said_partial ? LOG_DEBUG : LOG_WARN;
+	if (rejected <= 0)
+		log__print(level, "%s took an export with a warning: %s%s",
+			   e->o.url, msg, e->said_partial ? "" :
+			   " (further warnings and partial rejections are not logged)");
+	else
+		log__print(level, "%s took an export but rejected %" PRId64
+			   " of its profiles: %s%s", e->o.url, rejected,
+			   msg[0] ? msg : "(no message)", e->said_partial ? "" :
+			   " (further partial rejections are counted, not logged)");
 	e->said_partial = true;
 }
 
@@ -174,10 +173,10 @@ enum outcome { SENT, RETRY, REFUSED };
  * wrong would otherwise fill the spool in silence; the rest at -v. */
 static void outage(struct exporter *e, const char *why)
 {
-	if (!e->failing || e->o.verbose)
-		fprintf(stderr, "pysight: export to %s failed, will retry: %s%s\n",
-			e->o.url, why, e->failing || e->o.verbose ? "" :
-			" (exports wait in the spool; further failures are not logged)");
+	log__print(e->failing ? LOG_DEBUG : LOG_WARN,
+		   "export to %s failed, will retry: %s%s", e->o.url, why,
+		   e->failing || log__on(LOG_DEBUG) ? "" :
+		   " (exports wait in the spool; further failures are not logged)");
 	e->failing = true;
 }
 
@@ -214,7 +213,7 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 	pthread_mutex_unlock(&e->lock);
 	if (status >= 200 && status < 300) {
 		if (e->failing)
-			fprintf(stderr, "pysight: export to %s works again\n", e->o.url);
+			pr_info("export to %s works again", e->o.url);
 		e->failing = false;
 		partial_success(e, &b, ctype);
 		return SENT;
@@ -232,10 +231,9 @@ static enum outcome post(struct exporter *e, const void *data, size_t len,
 		outage(e, what);
 		return RETRY;
 	}
-	if (!e->said_refused || e->o.verbose)
-		fprintf(stderr, "pysight: %s refused an export (HTTP %ld): %s%s\n",
-			e->o.url, status, msg,
-			e->said_refused ? "" : " (further refusals are counted, not logged)");
+	log__print(e->said_refused ? LOG_DEBUG : LOG_WARN,
+		   "%s refused an export (HTTP %ld): %s%s", e->o.url, status, msg,
+		   e->said_refused ? "" : " (further refusals are counted, not logged)");
 	e->said_refused = true;
 	return REFUSED;
 }

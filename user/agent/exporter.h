@@ -26,7 +26,6 @@ struct exporter_opts {
 	double max_backoff_s;		/* of our own doubling */
 	double max_retry_after_s;	/* of a server's Retry-After */
 	const char *content_type;
-	bool verbose;
 };
 
 struct exporter_stats {

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -184,7 +185,35 @@ bool metrics__wanted(struct metrics *m)
 	return wanted;
 }
 
-void metrics__set(struct metrics *m, const char *text)
+int metrics__format(const struct metrics_values *v, char *buf, size_t len)
+{
+	return snprintf(buf, len,
+		"# TYPE pysight_samples_total counter\npysight_samples_total %" PRIu64 "\n"
+		"# TYPE pysight_sample_errors_total counter\npysight_sample_errors_total %" PRIu64 "\n"
+		"# TYPE pysight_ringbuf_lost_total counter\npysight_ringbuf_lost_total %" PRIu64 "\n"
+		"# TYPE pysight_python_processes gauge\npysight_python_processes %u\n"
+		"# TYPE pysight_exports_sent_total counter\npysight_exports_sent_total %" PRIu64 "\n"
+		"# TYPE pysight_export_bytes_total counter\npysight_export_bytes_total %" PRIu64 "\n"
+		"# TYPE pysight_export_retries_total counter\npysight_export_retries_total %" PRIu64 "\n"
+		"# TYPE pysight_exports_refused_total counter\npysight_exports_refused_total %" PRIu64 "\n"
+		"# TYPE pysight_profiles_rejected_total counter\npysight_profiles_rejected_total %" PRIu64 "\n"
+		"# TYPE pysight_queue_depth gauge\npysight_queue_depth %" PRIu64 "\n"
+		"# TYPE pysight_queue_bytes gauge\npysight_queue_bytes %" PRIu64 "\n"
+		"# TYPE pysight_queue_dropped_total counter\npysight_queue_dropped_total %" PRIu64 "\n"
+		"# TYPE pysight_snapshots_total counter\npysight_snapshots_total %" PRIu64 "\n"
+		"# TYPE pysight_window_entries gauge\npysight_window_entries %zu\n"
+		"# TYPE pysight_cpu_seconds_total counter\npysight_cpu_seconds_total %.3f\n"
+		"# TYPE pysight_resident_bytes gauge\npysight_resident_bytes %" PRIu64 "\n"
+		"# TYPE pysight_interned_objects gauge\npysight_interned_objects %u\n",
+		v->samples, v->sample_errors, v->ringbuf_lost,
+		v->python_processes, v->ex.sent, v->ex.bytes_sent,
+		v->ex.retries, v->ex.rejected, v->ex.profiles_rejected,
+		v->spool.depth, v->spool.bytes, v->spool.dropped, v->snapshots,
+		v->window_entries, v->cpu_s, v->resident_bytes, v->interned);
+}
+
+/* The text served from now on; a waiting scrape gets it. */
+static void set_text(struct metrics *m, const char *text)
 {
 	char *t = strdup(text);
 
@@ -197,6 +226,14 @@ void metrics__set(struct metrics *m, const char *text)
 	m->wanted = false;
 	pthread_cond_broadcast(&m->fresh);
 	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics__update(struct metrics *m, const struct metrics_values *v)
+{
+	char text[METRICS_TEXT_MAX];
+
+	metrics__format(v, text, sizeof(text));
+	set_text(m, text);
 }
 
 void metrics__stop(struct metrics *m)

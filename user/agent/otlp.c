@@ -694,14 +694,6 @@ int otlp__encode(struct profile *p, const struct otlp_opts *o, void **buf,
 	return err;
 }
 
-/* One line, printable. */
-static void printable(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = ' ';
-}
-
 int otlp__status_message(const void *buf, size_t len, char *out,
 			 size_t outlen)
 {
@@ -714,8 +706,7 @@ int otlp__status_message(const void *buf, size_t len, char *out,
 		google__rpc__status__free_unpacked(st, NULL);
 		return -EINVAL;
 	}
-	snprintf(out, outlen, "%s", st->message);
-	printable(out);
+	utf8__escape(out, outlen, st->message);	/* for a log line */
 	google__rpc__status__free_unpacked(st, NULL);
 	return 0;
 }
@@ -735,8 +726,7 @@ int otlp__partial_success(const void *buf, size_t len, int64_t *rejected,
 	ps = r->partial_success;
 	if (ps) {
 		*rejected = ps->rejected_profiles;
-		snprintf(msg, msglen, "%s", ps->error_message ? ps->error_message : "");
-		printable(msg);
+		utf8__escape(msg, msglen, ps->error_message ? ps->error_message : "");
 	}
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(
 		r, NULL);

@@ -50,13 +50,15 @@ int otlp__encode(struct profile *p, const struct otlp_opts *o, void **buf,
 #define OTLP_PROFILES_PATH	"/v1development/profiles"
 
 /* The message of a google.rpc.Status (what an OTLP/HTTP server answers
- * an error with): 0, or -EINVAL when buf is not one. */
+ * an error with), escaped for a log line (utf8__escape): 0, or -EINVAL
+ * when buf is not one. */
 int otlp__status_message(const void *buf, size_t len, char *out,
 			 size_t outlen);
 
 /* What a 2xx answer (an ExportProfilesServiceResponse) says was not
- * taken: *rejected profiles, 0 when all were, and the server's message,
- * "" when none; 0, or -EINVAL when buf is not such an answer. */
+ * taken: *rejected profiles, 0 when all were, and the server's message
+ * escaped as above, "" when none; 0, or -EINVAL when buf is not such an
+ * answer. */
 int otlp__partial_success(const void *buf, size_t len, int64_t *rejected,
 			  char *msg, size_t msglen);
 

@@ -392,3 +392,21 @@ int writer__write_own_file(const struct writer *w, struct profile *p,
 
 	return output(path, true, write_one, &op);
 }
+
+int writer__write_mem(const struct writer *w, struct profile *p,
+		      const struct write_opts *o, char **buf, size_t *len)
+{
+	FILE *mem = open_memstream(buf, len);
+	int err;
+
+	if (!mem)
+		return -errno;
+	err = w->write(p, o, mem);
+	if (fclose(mem) && !err)
+		err = -EIO;
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}

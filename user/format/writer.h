@@ -67,6 +67,11 @@ int writer__atomic(const char *path, int (*fn)(void *ctx, FILE *f),
 int writer__write_own_file(const struct writer *w, struct profile *p,
 			   const struct write_opts *o, const char *path);
 
+/* p in w's format, in memory: *buf (malloc'd, the caller's to free)
+ * and its *len bytes.  0, or -errno with *buf NULL. */
+int writer__write_mem(const struct writer *w, struct profile *p,
+		      const struct write_opts *o, char **buf, size_t *len);
+
 /* Before any work: 0 when -o path can be written as above, else -errno
  * (-EISDIR, -ENOTSUP, -EACCES ...), for a one-line error at the start. */
 int writer__check_path(const char *path);
