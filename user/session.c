@@ -85,6 +85,8 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 		if (o->ncgroups == PYSIGHT_MAX_CGROUPS)
 			bad_value(key == OPT_CGROUP ? "--cgroup" : "--container",
 				  arg, "at most 16 cgroups and containers");
+		if (key == OPT_CONTAINER && !container__valid_arg(arg))
+			bad_value("--container", arg, CONTAINER_ARG_WANT);
 		o->is_container[o->ncgroups] = key == OPT_CONTAINER;
 		o->cgroups[o->ncgroups++] = arg;
 		break;
@@ -107,7 +109,7 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 		o->kernel_stacks = true;
 		break;
 	case 'v':
-		log_verbose = ++o->verbose;
+		log_verbose++;
 		break;
 	case ARGP_KEY_ARG:	/* after the command's own parser passed it on */
 		usage_error("unexpected argument '%s' (a command goes after --)",

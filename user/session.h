@@ -34,7 +34,6 @@ struct session_opts {
 	int ncgroups;
 	bool gil_only;
 	bool kernel_stacks;
-	int verbose;		/* -v given this many times */
 };
 
 struct session {

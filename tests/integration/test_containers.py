@@ -266,6 +266,13 @@ def test_bad_cgroups_and_containers(procs, workdir, cgroups):
     for args, words in cases:
         run = run_pysight(procs, ["record", "-o", out, "-d", 1] + args, timeout=30)
         assert_one_error(run, *words)
+        # what can name no container is a usage error, as for any option
+        if args[1] == "xyz!":
+            assert run.returncode == 2, (run.returncode, run.stderr)
+    for cmd in (["top", "-n", 1], ["agent", "--output-dir", workdir]):
+        run = run_pysight(procs, cmd + ["--container", "xyz!"], timeout=30)
+        assert_one_error(run, "xyz!", "hex", "name")
+        assert run.returncode == 2, (cmd, run.returncode, run.stderr)
     # ambiguous: two containers share these digits
     prefix = "4f1e9b2c0123"
     assert ID1.startswith(prefix) and not ID2.startswith(prefix)

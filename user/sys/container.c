@@ -285,6 +285,20 @@ static void list_seen(const struct search *s, char *buf, size_t len)
 			      container__shown(s->seen[i]), s->seen[i]);
 }
 
+static bool is_id_prefix(const char *s, size_t len)
+{
+	return strspn(s, CONTAINER_HEX) == len && len >= CONTAINER_SHORT_LEN &&
+	       len <= CONTAINER_ID_LEN;
+}
+
+bool container__valid_arg(const char *arg)
+{
+	char name[CONTAINER_NAME_MAX + 1];
+	size_t len = strlen(arg);
+
+	return is_id_prefix(arg, len) || take_name(arg, len, false, name);
+}
+
 int container__find(const char *prefix, struct cgroup_ref *out, char *err,
 		    size_t errlen)
 {
@@ -295,11 +309,10 @@ int container__find(const char *prefix, struct cgroup_ref *out, char *err,
 	int ret;
 
 	hex = strspn(prefix, CONTAINER_HEX) == s.len;
-	s.id = hex && s.len >= CONTAINER_SHORT_LEN && s.len <= CONTAINER_ID_LEN;
+	s.id = is_id_prefix(prefix, s.len);
 	if (!s.id && !take_name(prefix, s.len, false, name)) {
-		snprintf(err, errlen, "--container %s: expected 12 to 64 "
-			 "lowercase hex digits of a container id, or a "
-			 "container's name", prefix);
+		snprintf(err, errlen, "--container %s: " CONTAINER_ARG_WANT,
+			 prefix);
 		return -EINVAL;
 	}
 	ret = cgroup__walk(visit, &s);

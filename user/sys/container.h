@@ -52,6 +52,11 @@ bool container__parse(const char *path, struct container_id *out);
 
 struct cgroup_ref;
 
+/* What --container takes: 12 to 64 lowercase hex digits, or a name. */
+bool container__valid_arg(const char *arg);
+#define CONTAINER_ARG_WANT "expected 12 to 64 lowercase hex digits of a " \
+	"container id, or a container's name"
+
 /* --container PREFIX (12 or more hex digits) or NAME: the cgroup of the
  * one container whose id starts so or whose name it is, its outermost
  * if it has several.
