@@ -48,8 +48,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		pid = (pid_t)parse_long("--pid", arg, 1, 0x3fffffff,
-					"expected a process id");
+		pid = parse_pid("--pid", arg);
 		if (o->npids == MAX_PIDS)
 			bad_value("--pid", arg, "at most 64 processes");
 		o->pids[o->npids++] = pid;

@@ -46,7 +46,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		o->pid = parse_long("--pid", arg, 1, 0x3fffffff, "expected a process id");
+		o->pid = parse_pid("--pid", arg);
 		break;
 	case OPT_CGROUP:
 		if (strpbrk(arg, " \n") || strlen(arg) > 255)

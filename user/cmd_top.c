@@ -127,7 +127,7 @@ static void on_stop(int sig)
 {
 	if (exiting) {		/* a second one: stop now */
 		restore_terminal();
-		signal(sig, SIG_DFL);
+		session__catch(sig, SIG_DFL, 0);
 		raise(sig);
 	}
 	exiting = sig;
@@ -137,7 +137,7 @@ static void on_stop(int sig)
 static void on_fatal(int sig)
 {
 	restore_terminal();
-	signal(sig, SIG_DFL);
+	session__catch(sig, SIG_DFL, 0);
 	raise(sig);
 }
 
@@ -484,7 +484,7 @@ cleanup:
 	if (t.scr)
 		delscreen(t.scr);
 	if (sig == SIGTERM || sig == SIGHUP) {	/* die of it, as asked */
-		signal(sig, SIG_DFL);
+		session__catch(sig, SIG_DFL, 0);
 		raise(sig);
 	}
 	return err != 0;

@@ -77,8 +77,7 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 	case 'p':
 		if (o->npids == SESSION_MAX_PIDS)
 			bad_value("--pid", arg, "too many pids");
-		o->pids[o->npids++] = parse_long("--pid", arg, 1, 0x3fffffff,
-						 "expected a process id");
+		o->pids[o->npids++] = parse_pid("--pid", arg);
 		break;
 	case OPT_CGROUP:
 	case OPT_CONTAINER:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -140,7 +141,7 @@ static int set_field(struct control_request *r, const char *kv, char *err,
 #undef FIELD
 	if (!strncmp(kv, "pid=", 4)) {
 		pid = strtol(v, &end, 10);
-		if (*end || pid < 1 || pid > 0x3fffffff)
+		if (*end || pid < 1 || pid > FUTEX_TID_MASK)
 			goto bad;
 		r->pid = (pid_t)pid;
 		return 0;

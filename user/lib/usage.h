@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <linux/futex.h>
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static inline void usage_error(const char *fmt, ...)
@@ -51,6 +53,13 @@ static inline long parse_long(const char *opt, const char *arg, long min,
 	if (errno || end == arg || *end || l < min || l > max)
 		bad_value(opt, arg, want);
 	return l;
+}
+
+/* A pid or tid: none exceeds FUTEX_TID_MASK, the kernel's own bound. */
+static inline pid_t parse_pid(const char *opt, const char *arg)
+{
+	return (pid_t)parse_long(opt, arg, 1, FUTEX_TID_MASK,
+				 "expected a process id");
 }
 
 /* The same for seconds and such: a number above min (or equal to it

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 
 #include "process.h"
 #include "pyobj.h"
@@ -64,7 +65,7 @@ static int one_thread(uint64_t key, uint64_t thread, void *ctx)
 	if (pyobj__attr(g->pid, g->proc, thread, "_native_id", &native,
 			&g->attrs_left) ||
 	    pyobj__int(g->pid, g->proc, native, &tid, &neg) || neg || !tid ||
-	    tid > 0x3fffffff ||
+	    tid > FUTEX_TID_MASK ||
 	    pyobj__attr(g->pid, g->proc, thread, "_name", &name,
 			&g->attrs_left))
 		return 0;	/* not started yet, or not one we can read */
