@@ -7,14 +7,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <uthash.h>
 
+#include "remote.h"
 #include "symbols.h"
 
 #define MAX_STR		1024
-/* above any user address: x86-64 with 5-level paging stops at 2^56 */
-#define USER_ADDR_END	(1ULL << 56)
 #define MAX_LINETABLE	(256 << 10)
 
 /* A code object, by its address and identity check. */
@@ -94,20 +92,6 @@ uint64_t symcache__stale(const struct symcache *sc)
 	return sc->stale;
 }
 
-int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (!addr)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
 /*
  * While set, reads are served from the bytes BPF copied at a code
  * object's dealloc (EV_CODE), never from the process: the object and
@@ -154,29 +138,11 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	const uint8_t *at;
 
 	if (!snap)
-		return symbols__read_mem(pid, addr, buf, len);
+		return remote__read(pid, addr, buf, len);
 	if (!len || snap_room(addr, &at) < len)
 		return -EFAULT;
 	memcpy(buf, at, len);
 	return 0;
-}
-
-static uint64_t get_u64(const uint8_t *win, size_t size, unsigned int off)
-{
-	uint64_t v = 0;
-
-	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
-		memcpy(&v, win + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
-{
-	uint32_t v = 0;
-
-	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
-		memcpy(&v, win + off, sizeof(v));
-	return v;
 }
 
 /*
@@ -189,7 +155,7 @@ static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
  */
 static bool looks_alive(const uint8_t *obj, size_t size, uint64_t addr)
 {
-	uint64_t first = get_u64(obj, size, 0);
+	uint64_t first = remote__u64(obj, size, 0);
 
 	return first && (first >> 14) != (addr >> 14);
 }
@@ -200,7 +166,7 @@ static int read_object(pid_t pid, const struct py_offsets *off, uint64_t addr,
 		       uint64_t type, uint8_t *buf, size_t len)
 {
 	if (read_mem(pid, addr, buf, len) ||
-	    (type && get_u64(buf, len, off->object_type) != type))
+	    (type && remote__u64(buf, len, off->object_type) != type))
 		return -EFAULT;
 	return looks_alive(buf, len, addr) ? 0 : -ESTALE;
 }
@@ -249,8 +215,8 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	if (read_object(pid, off, addr, proc->unicode_type_addr, hdr,
 			sizeof(hdr)))
 		return NULL;
-	len = get_u64(hdr, sizeof(hdr), off->unicode_length);
-	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
+	len = remote__u64(hdr, sizeof(hdr), off->unicode_length);
+	state = remote__u32(hdr, sizeof(hdr), off->unicode_state);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL;
@@ -260,8 +226,8 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	 * A long name is cut at MAX_STR, but a length no object could have
 	 * (ending past user space) is a lie: say [unknown], not the prefix.
 	 */
-	if (data_off == PY_OFF_NONE || addr >= USER_ADDR_END ||
-	    len > (USER_ADDR_END - addr - data_off) / kind)
+	if (data_off == PY_OFF_NONE || addr >= REMOTE_ADDR_END ||
+	    len > (REMOTE_ADDR_END - addr - data_off) / kind)
 		return NULL;
 	if (len > MAX_STR)
 		len = MAX_STR;
@@ -303,7 +269,7 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	if (read_object(pid, off, addr, proc->bytes_type_addr, hdr,
 			sizeof(hdr)))
 		return -EFAULT;
-	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
+	len = remote__u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
 		return -E2BIG;
 	if (snap) {
@@ -340,11 +306,12 @@ static int read_code_check(pid_t pid, const struct py_proc *proc,
 	if (err)
 		return err;
 	memset(&id, 0, sizeof(id));
-	id.name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
-	id.file = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename);
-	id.first = get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno);
-	id.qual = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname);
-	id.linetable = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_linetable);
+	id.name = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
+	id.file = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_filename);
+	id.first = remote__u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno);
+	id.qual = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname);
+	id.linetable = remote__u64(win, PYSIGHT_CODE_WINDOW,
+				   off->code_linetable);
 	/* as BPF does: a failed read leaves 0 */
 	if (id.name && read_mem(pid, id.name + off->unicode_hash, &id.name_hash,
 				sizeof(id.name_hash)))
@@ -403,27 +370,29 @@ static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t win[PYSIGHT_CODE_WINDOW], again[PYSIGHT_CODE_WINDOW];
-	uint64_t name, qual;
+	uint64_t name, qual, file, lt;
 	int err;
 
 	err = read_code(pid, proc, code, check, win);
 	if (err)
 		return err;
-	name = get_u64(win, sizeof(win), off->code_name);
-	qual = get_u64(win, sizeof(win), off->code_qualname);
+	name = remote__u64(win, sizeof(win), off->code_name);
+	qual = remote__u64(win, sizeof(win), off->code_qualname);
+	file = remote__u64(win, sizeof(win), off->code_filename);
+	lt = remote__u64(win, sizeof(win), off->code_linetable);
 	sym->qualname = symbols__read_str(pid, proc, qual ? qual : name);
-	sym->filename = symbols__read_str(pid, proc,
-				 get_u64(win, sizeof(win), off->code_filename));
-	sym->firstlineno = (int)get_u32(win, sizeof(win), off->code_firstlineno);
+	sym->filename = symbols__read_str(pid, proc, file);
+	sym->firstlineno = (int)remote__u32(win, sizeof(win),
+					    off->code_firstlineno);
 	if (!sym->qualname || !sym->filename ||
-	    symbols__read_bytes(pid, proc, get_u64(win, sizeof(win), off->code_linetable),
-		       &sym->linetable, &sym->linetable_len)) {
+	    symbols__read_bytes(pid, proc, lt, &sym->linetable,
+				&sym->linetable_len)) {
 		sym_clear(sym);
 		return -EFAULT;
 	}
 	err = read_code(pid, proc, code, check, again);
-	if (!err && get_u64(win, sizeof(win), off->code_linetable) !=
-		    get_u64(again, sizeof(again), off->code_linetable))
+	if (!err &&
+	    lt != remote__u64(again, sizeof(again), off->code_linetable))
 		err = -ESTALE;
 	if (err)
 		sym_clear(sym);
