@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/sys/remote.c: reads of a process (our own, here), and the window
- * reader every decoder of those bytes goes through.
+ * user/sys/remote.c: reads of a process (our own, here) and of copies of
+ * it, and the window reader every decoder of those bytes goes through.
  * Windows sit in heap blocks of exactly their size, so ASan sees a read
  * one byte past the end.
  */
@@ -100,10 +100,46 @@ static void test_short_read(void)
 	munmap(map, page);
 }
 
+/* Copies serve what they hold whole, and never send a read elsewhere. */
+static void test_copies(void)
+{
+	static const uint8_t live[16] = { 1, 2, 3 };
+	uint8_t a[16], b[4], out[16];
+	struct remote_copy copies[] = {
+		{ 0x1000, a, sizeof(a) },
+		{ 0, live, sizeof(live) },	/* addr 0: holds nothing */
+		{ 0x2000, b, 2 },		/* only 2 of b's bytes copied */
+	};
+	struct remote_mem mem = { getpid(), copies, 3 };
+	struct remote_mem self = { .pid = getpid() };
+	size_t i;
+
+	for (i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)i;
+	memset(b, 0x55, sizeof(b));
+	CHECK(!remote__mem_read(&mem, 0x1004, out, 12) && out[0] == 4 &&
+	      out[11] == 15, "inside a copy");
+	CHECK(remote__mem_read(&mem, 0x1008, out, 9) == -EFAULT,
+	      "past a copy's end");
+	CHECK(remote__mem_read(&mem, 0x1000, out, 0) == -EFAULT, "empty");
+	CHECK(remote__mem_read(&mem, 0x2000, out, 3) == -EFAULT,
+	      "past a copy's length");
+	CHECK(remote__mem_read(&mem, ADDR(live), out, 4) == -EFAULT,
+	      "a copy never falls back to the process");
+	CHECK(remote__mem_room(&mem, 0x1004) == 12, "room inside");
+	CHECK(remote__mem_room(&mem, 0x1010) == 0, "room at the end");
+	CHECK(remote__mem_room(&mem, 0x2001) == 1, "room of a cut copy");
+	CHECK(remote__mem_room(&mem, 0) == 0, "room at NULL");
+	CHECK(!remote__mem_read(&self, ADDR(live), out, 4) && out[2] == 3,
+	      "no copies: the process");
+	CHECK(remote__mem_room(&self, ADDR(live)) == SIZE_MAX, "live room");
+}
+
 int main(void)
 {
 	test_window();
 	test_read();
 	test_short_read();
+	test_copies();
 	return check_summary();
 }

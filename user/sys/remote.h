@@ -21,6 +21,33 @@ int remote__read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* The 8 bytes at addr: 0, or -errno with *out 0. */
 int remote__read64(pid_t pid, uint64_t addr, uint64_t *out);
 
+/* Bytes of the target copied earlier, from addr on; addr 0 holds none. */
+struct remote_copy {
+	uint64_t addr;
+	const void *data;
+	size_t len;
+};
+
+/*
+ * Where a reader's bytes come from: process pid, or, when copies is set,
+ * those copies alone, never the process (what they were copied from, and
+ * maybe the process, is gone).  Readers take one, so their signatures say
+ * which memory they read.
+ */
+struct remote_mem {
+	pid_t pid;
+	const struct remote_copy *copies;
+	int ncopies;
+};
+
+/* As remote__read, from mem: a read that no one copy holds whole faults. */
+int remote__mem_read(const struct remote_mem *mem, uint64_t addr, void *buf,
+		     size_t len);
+
+/* How many bytes mem can give from addr on: 0 when none, SIZE_MAX for a
+ * live process (only a read says). */
+size_t remote__mem_room(const struct remote_mem *mem, uint64_t addr);
+
 /*
  * The word at off in a local copy of size bytes of the target, or 0 when
  * it would end past the copy.  In the host's byte order, which is the
