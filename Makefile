@@ -55,7 +55,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/python/filename.c user/format/flatten.c \
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
-	    user/sys/privs.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
+	    user/sys/privs.c user/sys/remote.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/python/stackread.c user/python/symbols.c \
@@ -326,23 +326,21 @@ $(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/python/offset
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/python/offsets.c user/python/offsets_table.c -o $@
 
 # code objects, str and bytes read from a fake address space
-$(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c user/python/symbols.c user/python/linetable.c \
-		user/python/offsets.c user/python/offsets_table.c $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
+SYMBOLS_SRCS := user/python/symbols.c user/sys/remote.c user/python/linetable.c \
+		user/python/offsets.c user/python/offsets_table.c
+$(OUTPUT)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(SYMBOLS_SRCS) $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< user/python/symbols.c user/python/linetable.c \
-		user/python/offsets.c user/python/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(SYMBOLS_SRCS) -o $@
 
 # EV_CODE: a code object named from the bytes BPF copied at its dealloc
-$(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c user/python/symbols.c user/python/linetable.c \
-		user/python/offsets.c user/python/offsets_table.c $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
+$(OUTPUT)/fuzz_code_event: tests/fuzz/fuzz_code_event.c $(SYMBOLS_SRCS) $(FUZZ_HDRS) $(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< \
-		user/python/symbols.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(SYMBOLS_SRCS) -o $@
 
 # dump: a thread's frames, their names and locals, from a fake address
 # space of segments copied out of a real interpreter
 DUMP_SRCS := user/python/stackread.c user/python/pylocals.c user/python/pyobj.c \
-	     user/python/symbols.c user/python/linetable.c \
+	     user/python/symbols.c user/sys/remote.c user/python/linetable.c \
 	     user/python/offsets.c user/python/offsets_table.c
 $(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) $(FUZZ_HDRS) \
 		$(USER_HDRS) | $(OUTPUT)

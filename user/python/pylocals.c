@@ -23,6 +23,7 @@
 
 #include "pylocals.h"
 #include "pyobj.h"
+#include "remote.h"
 #include "symbols.h"
 
 #define OB_SIZE		16
@@ -87,7 +88,7 @@ static void value_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 	} else if (!strcmp(type, "int") && int_text(pid, proc, obj, out, len)) {
 		/* done */
 	} else if (!strcmp(type, "float") &&
-		   !symbols__read_mem(pid, obj + FLOAT_VALUE, &d, sizeof(d))) {
+		   !remote__read(pid, obj + FLOAT_VALUE, &d, sizeof(d))) {
 		snprintf(out, len, "%.17g", d);
 	} else if (!strcmp(type, "str") &&
 		   (s = symbols__read_str(pid, proc, obj))) {
@@ -98,11 +99,11 @@ static void value_text(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		quoted("b", bytes, blen, false, out, len);
 		free(bytes);
 	} else if ((!strcmp(type, "list") || !strcmp(type, "tuple")) &&
-		   !pyobj__read64(pid, obj + OB_SIZE, &size) &&
+		   !remote__read64(pid, obj + OB_SIZE, &size) &&
 		   size < (1ULL << 40)) {
 		snprintf(out, len, "<%s of %" PRIu64 ">", type, size);
 	} else if (!strcmp(type, "dict") &&
-		   !pyobj__read64(pid, obj + DICT_USED, &size) &&
+		   !remote__read64(pid, obj + DICT_USED, &size) &&
 		   size < (1ULL << 40)) {
 		snprintf(out, len, "<dict of %" PRIu64 ">", size);
 	} else {
@@ -122,8 +123,8 @@ static int local_slots(pid_t pid, const struct py_proc *proc, uint64_t code,
 	int i;
 
 	if (off->code_nlocals != PY_OFF_NONE) {
-		if (symbols__read_mem(pid, code + off->code_nlocals, &nlocals,
-				      sizeof(nlocals)) || nlocals < 0)
+		if (remote__read(pid, code + off->code_nlocals, &nlocals,
+				 sizeof(nlocals)) || nlocals < 0)
 			return -EFAULT;
 		for (i = 0; i < n; i++)
 			is_local[i] = i < nlocals;
@@ -131,7 +132,7 @@ static int local_slots(pid_t pid, const struct py_proc *proc, uint64_t code,
 	}
 	(void)names;
 	if (off->code_localskinds == PY_OFF_NONE ||
-	    pyobj__read64(pid, code + off->code_localskinds, &k) ||
+	    remote__read64(pid, code + off->code_localskinds, &k) ||
 	    symbols__read_bytes(pid, proc, k, &kinds, &klen))
 		return -EFAULT;
 	for (i = 0; i < n; i++)
@@ -153,8 +154,8 @@ int pylocals__read(pid_t pid, const struct py_proc *proc, uint64_t frame,
 	    off->code_varnames == PY_OFF_NONE || !off->tuple_items ||
 	    off->tuple_items == PY_OFF_NONE)
 		return -ENOTSUP;
-	if (pyobj__read64(pid, code + off->code_varnames, &names) ||
-	    pyobj__read64(pid, names + OB_SIZE, &n))
+	if (remote__read64(pid, code + off->code_varnames, &names) ||
+	    remote__read64(pid, names + OB_SIZE, &n))
 		return -EFAULT;
 	if (n > MAX_NAMES)
 		n = MAX_NAMES;
@@ -162,10 +163,10 @@ int pylocals__read(pid_t pid, const struct py_proc *proc, uint64_t frame,
 		return -EFAULT;
 	for (i = 0; i < (int)n && got < max; i++) {
 		if (!is_local[i] ||
-		    pyobj__read64(pid, names + off->tuple_items +
-				  8 * (uint64_t)i, &name) ||
-		    pyobj__read64(pid, frame + off->frame_localsplus +
-				  8 * (uint64_t)i, &value))
+		    remote__read64(pid, names + off->tuple_items +
+				   8 * (uint64_t)i, &name) ||
+		    remote__read64(pid, frame + off->frame_localsplus +
+				   8 * (uint64_t)i, &value))
 			continue;
 		value &= off->code_tag_mask;	/* 3.14+: tagged references */
 		if (!value)

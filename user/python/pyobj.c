@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "pyobj.h"
-#include "symbols.h"
+#include "remote.h"
 
 #define OB_TYPE		8
 #define OB_SIZE		16
@@ -55,7 +55,6 @@
 #define MAX_ENTRIES	(1u << 16)	/* entries looked through for a global */
 #define CHUNK		128		/* entries read at once */
 #define MAX_INTERPS	64
-#define USER_END	(1ULL << 56)
 
 enum managed { MANAGED_NONE, MANAGED_311, MANAGED_312, MANAGED_313 };
 
@@ -97,28 +96,12 @@ bool pyobj__supported(const struct py_proc *proc)
 	       proc->off.unicode_ascii_data != PY_OFF_NONE;
 }
 
-int pyobj__read64(pid_t pid, uint64_t addr, uint64_t *out)
-{
-	*out = 0;
-	if (addr >= USER_END)
-		return -EFAULT;
-	return symbols__read_mem(pid, addr, out, sizeof(*out));
-}
-
-static uint64_t get64(const uint8_t *buf, size_t pos)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + pos, sizeof(v));
-	return v;
-}
-
 /* The first TYPE_HEAD bytes of the object's type. */
 static int read_type(pid_t pid, uint64_t obj, uint64_t *type, uint8_t *head)
 {
-	if (pyobj__read64(pid, obj + OB_TYPE, type) || *type >= USER_END)
+	if (remote__read64(pid, obj + OB_TYPE, type))
 		return -EFAULT;
-	return symbols__read_mem(pid, *type, head, TYPE_HEAD) ? -EFAULT : 0;
+	return remote__read(pid, *type, head, TYPE_HEAD) ? -EFAULT : 0;
 }
 
 bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
@@ -126,12 +109,12 @@ bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
 	uint64_t type, name;
 	size_t i;
 
-	if (pyobj__read64(pid, obj + OB_TYPE, &type) ||
-	    pyobj__read64(pid, type + TP_NAME, &name))
+	if (remote__read64(pid, obj + OB_TYPE, &type) ||
+	    remote__read64(pid, type + TP_NAME, &name))
 		return false;
 	memset(buf, 0, len);
 	/* the name may end near the end of a mapping: shorter reads too */
-	while (len > 8 && symbols__read_mem(pid, name, buf, len - 1))
+	while (len > 8 && remote__read(pid, name, buf, len - 1))
 		len /= 2;
 	buf[len - 1] = 0;
 	for (i = 0; buf[i]; i++)
@@ -151,12 +134,14 @@ static bool str_is(pid_t pid, const struct py_proc *proc, uint64_t obj,
 
 	if (data == PY_OFF_NONE || data + n > sizeof(buf) ||
 	    off->unicode_length + 8u > data || off->unicode_state + 4u > data ||
-	    obj >= USER_END || symbols__read_mem(pid, obj, buf, data + n))
+	    remote__read(pid, obj, buf, data + n))
 		return false;
-	memcpy(&state, buf + off->unicode_state, sizeof(state));
+	state = remote__u32(buf, sizeof(buf), off->unicode_state);
 	/* compact, ASCII, one byte a character */
-	return get64(buf, OB_TYPE) == proc->unicode_type_addr &&
-	       (state & 0x7c) == 0x64 && get64(buf, off->unicode_length) == n &&
+	return remote__u64(buf, sizeof(buf), OB_TYPE) ==
+		       proc->unicode_type_addr &&
+	       (state & 0x7c) == 0x64 &&
+	       remote__u64(buf, sizeof(buf), off->unicode_length) == n &&
 	       !memcmp(buf + data, s, n);
 }
 
@@ -172,8 +157,8 @@ int pyobj__int(pid_t pid, const struct py_proc *proc, uint64_t obj,
 	*mag = 0;
 	*neg = false;
 	if (read_type(pid, obj, &type, head) ||
-	    !(get64(head, TP_FLAGS) & F_LONG_SUBCLASS) ||
-	    pyobj__read64(pid, obj + OB_SIZE, &word))
+	    !(remote__u64(head, sizeof(head), TP_FLAGS) & F_LONG_SUBCLASS) ||
+	    remote__read64(pid, obj + OB_SIZE, &word))
 		return -EFAULT;
 	if (proc->off.version_hex >= 0x030c0000) {
 		/* lv_tag: digits << 3, then 0 positive, 1 zero, 2 negative */
@@ -186,7 +171,7 @@ int pyobj__int(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		n = size < -3 || size > 3 ? 4 : (int)(*neg ? -size : size);
 	}
 	if (n > 3 ||
-	    (n && symbols__read_mem(pid, obj + LONG_DIGITS, digits, n * 4)))
+	    (n && remote__read(pid, obj + LONG_DIGITS, digits, n * 4)))
 		return -EFAULT;
 	for (i = n - 1; i >= 0; i--) {
 		if (digits[i] >> 30 || (i == 2 && digits[i] > 0xf))
@@ -219,11 +204,11 @@ static int entries_of(pid_t pid, const struct layout *l, uint64_t keys,
 	uint64_t size;
 
 	memset(e, 0, sizeof(*e));
-	if (keys >= USER_END || symbols__read_mem(pid, keys, h, sizeof(h)))
+	if (remote__read(pid, keys, h, sizeof(h)))
 		return -EFAULT;
 	if (!l->log2_keys) {
-		size = get64(h, 8);
-		e->n = get64(h, 32);
+		size = remote__u64(h, sizeof(h), 8);
+		e->n = remote__u64(h, sizeof(h), 32);
 		if (size < 8 || size > (1u << 26) || (size & (size - 1)))
 			return -EFAULT;
 		e->at = keys + 40 + size * index_bytes(size);
@@ -237,7 +222,7 @@ static int entries_of(pid_t pid, const struct layout *l, uint64_t keys,
 		    log2_index > log2 + 3 || kind > 2)
 			return -EFAULT;
 		size = 1ULL << log2;
-		e->n = get64(h, 24);
+		e->n = remote__u64(h, sizeof(h), 24);
 		e->at = keys + 32 + (1ULL << log2_index);
 		e->size = kind ? 16 : 24;
 		e->key = kind ? 0 : 8;
@@ -260,15 +245,15 @@ static int walk(pid_t pid, const struct entries *e, unsigned int *left,
 
 		if (k > *left)
 			k = *left;
-		if (symbols__read_mem(pid, e->at + i * e->size, buf,
-				      k * e->size) ||
-		    (e->values && symbols__read_mem(pid, e->values + i * 8,
-						    vals, k * 8)))
+		if (remote__read(pid, e->at + i * e->size, buf, k * e->size) ||
+		    (e->values &&
+		     remote__read(pid, e->values + i * 8, vals, k * 8)))
 			return -EFAULT;
 		for (j = 0; j < k; j++) {
-			uint64_t key = get64(buf, j * e->size + e->key);
+			size_t at = j * e->size;
+			uint64_t key = remote__u64(buf, sizeof(buf), at + e->key);
 			uint64_t value = e->values ? vals[j] :
-				get64(buf, j * e->size + e->value);
+				remote__u64(buf, sizeof(buf), at + e->value);
 
 			(*left)--;
 			/* free slots and deleted entries have no value */
@@ -293,11 +278,11 @@ static int dict_entries(pid_t pid, const struct py_proc *proc,
 	if (!l)
 		return -ENOTSUP;
 	if (read_type(pid, dict, &type, head) ||
-	    !(get64(head, TP_FLAGS) & F_DICT_SUBCLASS) ||
-	    symbols__read_mem(pid, dict, d, sizeof(d)) ||
-	    entries_of(pid, l, get64(d, DICT_KEYS), e))
+	    !(remote__u64(head, sizeof(head), TP_FLAGS) & F_DICT_SUBCLASS) ||
+	    remote__read(pid, dict, d, sizeof(d)) ||
+	    entries_of(pid, l, remote__u64(d, sizeof(d), DICT_KEYS), e))
 		return -EFAULT;
-	values = get64(d, DICT_VALUES);
+	values = remote__u64(d, sizeof(d), DICT_VALUES);
 	if (values)
 		e->values = values + l->values_array;
 	return 0;
@@ -360,7 +345,7 @@ static int values_get(pid_t pid, const struct py_proc *proc,
 	struct entries e;
 	uint64_t keys;
 
-	if (pyobj__read64(pid, type + l->cached_keys, &keys) ||
+	if (remote__read64(pid, type + l->cached_keys, &keys) ||
 	    entries_of(pid, l, keys, &e))
 		return -EFAULT;
 	e.values = values + l->values_array;
@@ -381,22 +366,23 @@ int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		return -ENOTSUP;
 	if (obj < 32 || read_type(pid, obj, &type, head))
 		return -EFAULT;
-	flags = get64(head, TP_FLAGS);
+	flags = remote__u64(head, sizeof(head), TP_FLAGS);
 	if (l->managed == MANAGED_NONE || !(flags & F_MANAGED_DICT)) {
-		dictoffset = (int64_t)get64(head, TP_DICTOFFSET);
+		dictoffset = (int64_t)remote__u64(head, sizeof(head),
+						  TP_DICTOFFSET);
 		/* a negative offset counts from a variable-size object's end */
 		if (dictoffset <= 0 || dictoffset > (1 << 20) ||
-		    pyobj__read64(pid, obj + dictoffset, &dict) || !dict)
+		    remote__read64(pid, obj + dictoffset, &dict) || !dict)
 			return -ENOENT;
 		return dict_get(pid, proc, dict, name, value, left);
 	}
-	if (pyobj__read64(pid, obj - 24, &word))
+	if (remote__read64(pid, obj - 24, &word))
 		return -EFAULT;
 	switch (l->managed) {
 	case MANAGED_311:
 		if (word)
 			return dict_get(pid, proc, word, name, value, left);
-		if (pyobj__read64(pid, obj - 32, &word) || !word)
+		if (remote__read64(pid, obj - 32, &word) || !word)
 			return -ENOENT;
 		return values_get(pid, proc, l, type, word, name, value,
 				  left);
@@ -411,8 +397,8 @@ int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 			return dict_get(pid, proc, word, name, value, left);
 		if (!(flags & F_INLINE_VALUES))
 			return -ENOENT;
-		word = obj + get64(head, TP_BASICSIZE);
-		if (symbols__read_mem(pid, word + 3, &valid, 1))
+		word = obj + remote__u64(head, sizeof(head), TP_BASICSIZE);
+		if (remote__read(pid, word + 3, &valid, 1))
 			return -EFAULT;
 		if (!valid)
 			return -ENOENT;
@@ -436,17 +422,17 @@ int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 	    !off->interp_modules)
 		return -ENOTSUP;
 	/* interpreters are pushed on the list: the main one is the last */
-	if (pyobj__read64(pid, proc->runtime_addr +
-			  off->runtime_interpreters_head, &interp) || !interp)
+	if (remote__read64(pid, proc->runtime_addr +
+			   off->runtime_interpreters_head, &interp) || !interp)
 		return -EFAULT;
 	for (i = 0; i < MAX_INTERPS; i++) {
-		if (pyobj__read64(pid, interp + off->interp_next, &next))
+		if (remote__read64(pid, interp + off->interp_next, &next))
 			return -EFAULT;
 		if (!next)
 			break;
 		interp = next;
 	}
-	if (pyobj__read64(pid, interp + off->interp_modules, &modules) ||
+	if (remote__read64(pid, interp + off->interp_modules, &modules) ||
 	    !modules)
 		return -ENOENT;
 	err = dict_get(pid, proc, modules, module, &mod, &left);
@@ -454,7 +440,7 @@ int pyobj__module_global(pid_t pid, const struct py_proc *proc,
 		return err;
 	if (!pyobj__type_name(pid, mod, type, sizeof(type)) ||
 	    strcmp(type, "module") ||
-	    pyobj__read64(pid, mod + MODULE_DICT, &dict))
+	    remote__read64(pid, mod + MODULE_DICT, &dict))
 		return -EFAULT;
 	return dict_get(pid, proc, dict, name, value, &left);
 }

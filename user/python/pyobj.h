@@ -14,9 +14,6 @@
 #include <linux/types.h>
 #include "pysight.h"
 
-/* The 8 bytes at addr: 0, or -errno with *out 0. */
-int pyobj__read64(pid_t pid, uint64_t addr, uint64_t *out);
-
 /* Does pysight know how this interpreter lays out dicts and instances? */
 bool pyobj__supported(const struct py_proc *proc);
 

@@ -8,23 +8,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "remote.h"
 #include "stackread.h"
 #include "symbols.h"
-
-static int rd64(pid_t pid, __u64 addr, __u64 *out)
-{
-	*out = 0;
-	return symbols__read_mem(pid, addr, out, sizeof(*out));
-}
-
-static __u64 win64(const __u8 *win, unsigned int off)
-{
-	__u64 v = 0;
-
-	if (off <= PYSIGHT_FRAME_WINDOW - 8)
-		memcpy(&v, win + off, sizeof(v));
-	return v;
-}
 
 static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 		       __u64 *out)
@@ -32,33 +18,33 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	const struct py_offsets *off = &proc->off;
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
 			       off->tstate_thread_id : off->tstate_native_thread_id;
-	__u64 interp = 0, t = 0, id;
+	uint64_t interp = 0, t = 0, id;
 	struct pysight_loop l;
 	bool looped = false;
 	int i, n;
 
-	if (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
-		 &interp))
+	if (remote__read64(pid, proc->runtime_addr +
+			   off->runtime_interpreters_head, &interp))
 		return -ST_ERR_READ_RUNTIME;
 	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
-		if (rd64(pid, interp + off->interp_threads_head, &t))
+		if (remote__read64(pid, interp + off->interp_threads_head, &t))
 			return -ST_ERR_READ_RUNTIME;
 		pysight_loop_start(&l, t);
 		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
-			if (rd64(pid, t + id_off, &id))
+			if (remote__read64(pid, t + id_off, &id))
 				break;
 			if (id == key) {
 				*out = t;
 				return 0;
 			}
-			if (rd64(pid, t + off->tstate_next, &t))
+			if (remote__read64(pid, t + off->tstate_next, &t))
 				break;
 			if (pysight_loop_seen(&l, t)) {
 				looped = true;
 				break;
 			}
 		}
-		if (rd64(pid, interp + off->interp_next, &interp))
+		if (remote__read64(pid, interp + off->interp_next, &interp))
 			break;
 	}
 	return looped ? -ST_ERR_THREAD_LOOP : -ST_NO_TSTATE;
@@ -80,7 +66,7 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
  * in BPF, a frame whose caller was passed before ends the walk unkept, so
  * dump and the sampler stop a looping chain at the same frame.
  */
-static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
+static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
 		      struct pysight_loop *l, struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
@@ -91,12 +77,13 @@ static int read_frame(pid_t pid, const struct py_proc *proc, __u64 *frame,
 
 	/* the frame's fields, not the window: the frame may end a chunk */
 	memset(win, 0, sizeof(win));
-	if (symbols__read_mem(pid, *frame, win, off->frame_read_len ?
-			      off->frame_read_len : sizeof(win)))
+	if (remote__read(pid, *frame, win, off->frame_read_len ?
+			 off->frame_read_len : sizeof(win)))
 		return -ST_ERR_READ_FRAME;
-	code = win64(win, off->frame_code) & off->code_tag_mask;
-	instr = win64(win, off->frame_instr);
-	*frame = win64(win, off->frame_previous);
+	code = remote__u64(win, sizeof(win), off->frame_code) &
+	       off->code_tag_mask;
+	instr = remote__u64(win, sizeof(win), off->frame_instr);
+	*frame = remote__u64(win, sizeof(win), off->frame_previous);
 	if (pysight_loop_seen(l, *frame))
 		return -ST_ERR_FRAME_LOOP;
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
@@ -122,17 +109,18 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		      struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
-	__u64 frame = 0;
+	uint64_t frame = 0;
 	struct pysight_loop l;
 	int ret, i;
 
 	out->n = 0;
 	out->tstate = 0;
 	ret = find_tstate(pid, proc, thread_key, &out->tstate);
-	if (!ret && rd64(pid, out->tstate + off->tstate_frame, &frame))
+	if (!ret &&
+	    remote__read64(pid, out->tstate + off->tstate_frame, &frame))
 		ret = -ST_ERR_READ_FRAME;
 	if (!ret && off->frame_model == PY_FRAMES_CFRAME && frame &&
-	    rd64(pid, frame + off->cframe_current_frame, &frame))
+	    remote__read64(pid, frame + off->cframe_current_frame, &frame))
 		ret = -ST_ERR_READ_FRAME;
 	if (ret)
 		return out->status = -ret;
@@ -149,24 +137,25 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 int stackread__gil_holder(pid_t pid, const struct py_proc *proc, __u64 *holder)
 {
 	const struct py_offsets *off = &proc->off;
-	__u64 interp = 0, gil = 0;
+	uint64_t interp = 0, gil = 0, last = 0;
 	__u32 locked = 0;
 
 	*holder = 0;
 	if (off->runtime_gil != PY_OFF_NONE)
 		gil = proc->runtime_addr + off->runtime_gil;
 	else if (off->interp_gil_ptr != PY_OFF_NONE &&
-		 (rd64(pid, proc->runtime_addr + off->runtime_interpreters_head,
-		       &interp) || !interp ||
-		  rd64(pid, interp + off->interp_gil_ptr, &gil)))
+		 (remote__read64(pid, proc->runtime_addr +
+				 off->runtime_interpreters_head, &interp) ||
+		  !interp ||
+		  remote__read64(pid, interp + off->interp_gil_ptr, &gil)))
 		return -EFAULT;
 	if (!gil)
 		return -ENOENT;
-	if (symbols__read_mem(pid, gil + off->gil_locked, &locked,
-			      sizeof(locked)))
+	if (remote__read(pid, gil + off->gil_locked, &locked, sizeof(locked)))
 		return -EFAULT;
-	if (locked && rd64(pid, gil + off->gil_last_holder, holder))
+	if (locked && remote__read64(pid, gil + off->gil_last_holder, &last))
 		return -EFAULT;
+	*holder = last;
 	return 0;
 }
 

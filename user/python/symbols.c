@@ -7,14 +7,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <uthash.h>
 
+#include "remote.h"
 #include "symbols.h"
 
 #define MAX_STR		1024
-/* above any user address: x86-64 with 5-level paging stops at 2^56 */
-#define USER_ADDR_END	(1ULL << 56)
 #define MAX_LINETABLE	(256 << 10)
 
 /* A code object, by its address and identity check. */
@@ -94,27 +92,6 @@ uint64_t symcache__stale(const struct symcache *sc)
 	return sc->stale;
 }
 
-int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (!addr)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
-/*
- * While set, reads are served from the bytes BPF copied at a code
- * object's dealloc (EV_CODE), never from the process: the object and
- * maybe the process are gone.
- */
-static const struct code_event *snap;
-
 const uint8_t *symbols__snapshot_region(const struct code_event *ev, int i,
 					size_t *cap)
 {
@@ -131,54 +108,6 @@ const uint8_t *symbols__snapshot_region(const struct code_event *ev, int i,
 	return data[i];
 }
 
-/* Bytes the snapshot holds from addr on, and where: 0 when none. */
-static size_t snap_room(uint64_t addr, const uint8_t **at)
-{
-	const uint8_t *data;
-	size_t cap;
-	int i;
-
-	for (i = 0; i < SNAP__MAX; i++) {
-		data = symbols__snapshot_region(snap, i, &cap);
-		if (snap->r[i].addr && addr >= snap->r[i].addr &&
-		    addr - snap->r[i].addr < cap) {
-			*at = data + (addr - snap->r[i].addr);
-			return cap - (addr - snap->r[i].addr);
-		}
-	}
-	return 0;
-}
-
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	const uint8_t *at;
-
-	if (!snap)
-		return symbols__read_mem(pid, addr, buf, len);
-	if (!len || snap_room(addr, &at) < len)
-		return -EFAULT;
-	memcpy(buf, at, len);
-	return 0;
-}
-
-static uint64_t get_u64(const uint8_t *win, size_t size, unsigned int off)
-{
-	uint64_t v = 0;
-
-	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
-		memcpy(&v, win + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
-{
-	uint32_t v = 0;
-
-	if (off != PY_OFF_NONE && off + sizeof(v) <= size)
-		memcpy(&v, win + off, sizeof(v));
-	return v;
-}
-
 /*
  * A freed object keeps its type and fields: only its first word becomes
  * the allocator's free-list link, NULL or the address of another free
@@ -189,18 +118,19 @@ static uint32_t get_u32(const uint8_t *win, size_t size, unsigned int off)
  */
 static bool looks_alive(const uint8_t *obj, size_t size, uint64_t addr)
 {
-	uint64_t first = get_u64(obj, size, 0);
+	uint64_t first = remote__u64(obj, size, 0);
 
 	return first && (first >> 14) != (addr >> 14);
 }
 
 /* Read an object's first len bytes: -EFAULT when unreadable or not of
  * type (0: any), -ESTALE when it has been freed. */
-static int read_object(pid_t pid, const struct py_offsets *off, uint64_t addr,
+static int read_object(const struct remote_mem *mem,
+		       const struct py_offsets *off, uint64_t addr,
 		       uint64_t type, uint8_t *buf, size_t len)
 {
-	if (read_mem(pid, addr, buf, len) ||
-	    (type && get_u64(buf, len, off->object_type) != type))
+	if (remote__mem_read(mem, addr, buf, len) ||
+	    (type && remote__u64(buf, len, off->object_type) != type))
 		return -EFAULT;
 	return looks_alive(buf, len, addr) ? 0 : -ESTALE;
 }
@@ -237,20 +167,21 @@ static size_t put_utf8(char *out, uint32_t c)
  * names always are.  The state word's bits are stable from 3.8 to 3.15:
  * interned:2, kind:3, compact:1, ascii:1.
  */
-char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
+static char *read_str(const struct remote_mem *mem, const struct py_proc *proc,
+		      uint64_t addr)
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[64], raw[MAX_STR * 4];
 	uint32_t state, kind, i;
 	uint64_t len;
-	size_t data_off, o = 0;
+	size_t data_off, room, o = 0;
 	char *s;
 
-	if (read_object(pid, off, addr, proc->unicode_type_addr, hdr,
+	if (read_object(mem, off, addr, proc->unicode_type_addr, hdr,
 			sizeof(hdr)))
 		return NULL;
-	len = get_u64(hdr, sizeof(hdr), off->unicode_length);
-	state = get_u32(hdr, sizeof(hdr), off->unicode_state);
+	len = remote__u64(hdr, sizeof(hdr), off->unicode_length);
+	state = remote__u32(hdr, sizeof(hdr), off->unicode_state);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL;
@@ -260,20 +191,16 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	 * A long name is cut at MAX_STR, but a length no object could have
 	 * (ending past user space) is a lie: say [unknown], not the prefix.
 	 */
-	if (data_off == PY_OFF_NONE || addr >= USER_ADDR_END ||
-	    len > (USER_ADDR_END - addr - data_off) / kind)
+	if (data_off == PY_OFF_NONE || addr >= REMOTE_ADDR_END ||
+	    len > (REMOTE_ADDR_END - addr - data_off) / kind)
 		return NULL;
 	if (len > MAX_STR)
 		len = MAX_STR;
-	if (snap) {
-		/* BPF copied a few hundred bytes of text: cut there */
-		const uint8_t *at;
-		size_t room = snap_room(addr + data_off, &at) / kind;
-
-		if (len > room)
-			len = room;
-	}
-	if (len && read_mem(pid, addr + data_off, raw, len * kind))
+	/* from a copy BPF made, a few hundred bytes of text: cut there */
+	room = remote__mem_room(mem, addr + data_off) / kind;
+	if (len > room)
+		len = room;
+	if (len && remote__mem_read(mem, addr + data_off, raw, len * kind))
 		return NULL;
 	s = malloc(len * 4 + 1);
 	if (!s)
@@ -293,31 +220,27 @@ char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
 	return s;
 }
 
-int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
-			uint8_t **out, size_t *outlen)
+static int read_bytes(const struct remote_mem *mem, const struct py_proc *proc,
+		      uint64_t addr, uint8_t **out, size_t *outlen)
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t hdr[32];
 	uint64_t len;
 
-	if (read_object(pid, off, addr, proc->bytes_type_addr, hdr,
+	if (read_object(mem, off, addr, proc->bytes_type_addr, hdr,
 			sizeof(hdr)))
 		return -EFAULT;
-	len = get_u64(hdr, sizeof(hdr), off->bytes_size);
+	len = remote__u64(hdr, sizeof(hdr), off->bytes_size);
 	if (len > MAX_LINETABLE)
 		return -E2BIG;
-	if (snap) {
-		/* a table longer than BPF copies: no lines (the function's
-		 * first is shown), rather than lines from a cut table */
-		const uint8_t *at;
-
-		if (snap_room(addr + off->bytes_data, &at) < len)
-			len = 0;
-	}
+	/* a table longer than BPF copies: no lines (the function's first
+	 * is shown), rather than lines from a cut table */
+	if (remote__mem_room(mem, addr + off->bytes_data) < len)
+		len = 0;
 	*out = malloc(len ? len : 1);
 	if (!*out)
 		return -ENOMEM;
-	if (len && read_mem(pid, addr + off->bytes_data, *out, len)) {
+	if (len && remote__mem_read(mem, addr + off->bytes_data, *out, len)) {
 		free(*out);
 		*out = NULL;	/* read_symbol's sym_clear frees it too */
 		return -EFAULT;
@@ -326,36 +249,53 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 	return 0;
 }
 
+char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr)
+{
+	struct remote_mem live = { .pid = pid };
+
+	return read_str(&live, proc, addr);
+}
+
+int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
+			uint8_t **out, size_t *outlen)
+{
+	struct remote_mem live = { .pid = pid };
+
+	return read_bytes(&live, proc, addr, out, outlen);
+}
+
 /* The code object's window and the identity check BPF computes of it;
  * -ESTALE when it has been freed. */
-static int read_code_check(pid_t pid, const struct py_proc *proc,
-			   uint64_t code, uint8_t *win, uint32_t *check)
+static int read_code_check(const struct remote_mem *mem,
+			   const struct py_proc *proc, uint64_t code,
+			   uint8_t *win, uint32_t *check)
 {
 	const struct py_offsets *off = &proc->off;
 	struct code_ident id;
 	int err;
 
-	err = read_object(pid, off, code, proc->code_type_addr, win,
+	err = read_object(mem, off, code, proc->code_type_addr, win,
 			  PYSIGHT_CODE_WINDOW);
 	if (err)
 		return err;
 	memset(&id, 0, sizeof(id));
-	id.name = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
-	id.file = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_filename);
-	id.first = get_u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno);
-	id.qual = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname);
-	id.linetable = get_u64(win, PYSIGHT_CODE_WINDOW, off->code_linetable);
+	id.name = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_name);
+	id.file = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_filename);
+	id.first = remote__u32(win, PYSIGHT_CODE_WINDOW, off->code_firstlineno);
+	id.qual = remote__u64(win, PYSIGHT_CODE_WINDOW, off->code_qualname);
+	id.linetable = remote__u64(win, PYSIGHT_CODE_WINDOW,
+				   off->code_linetable);
 	/* as BPF does: a failed read leaves 0 */
-	if (id.name && read_mem(pid, id.name + off->unicode_hash, &id.name_hash,
-				sizeof(id.name_hash)))
+	if (id.name && remote__mem_read(mem, id.name + off->unicode_hash,
+					&id.name_hash, sizeof(id.name_hash)))
 		id.name_hash = 0;
 	if (id.linetable &&
-	    read_mem(pid, id.linetable + off->bytes_size, &id.linetable_len,
-		     sizeof(id.linetable_len)))
+	    remote__mem_read(mem, id.linetable + off->bytes_size,
+			     &id.linetable_len, sizeof(id.linetable_len)))
 		id.linetable_len = 0;
 	if (id.linetable_len &&
-	    read_mem(pid, id.linetable + off->bytes_data, id.lt_head,
-		     pysight_lt_head_len(id.linetable_len)))
+	    remote__mem_read(mem, id.linetable + off->bytes_data, id.lt_head,
+			     pysight_lt_head_len(id.linetable_len)))
 		memset(id.lt_head, 0, sizeof(id.lt_head));
 	*check = pysight_code_check(&id);
 	return 0;
@@ -364,20 +304,21 @@ static int read_code_check(pid_t pid, const struct py_proc *proc,
 int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
 			uint32_t *check)
 {
+	struct remote_mem live = { .pid = pid };
 	uint8_t win[PYSIGHT_CODE_WINDOW];
 
-	return read_code_check(pid, proc, code, win, check);
+	return read_code_check(&live, proc, code, win, check);
 }
 
 /* The code object's window, checked against what BPF saw. */
-static int read_code(pid_t pid, const struct py_proc *proc, uint64_t code,
-		     uint32_t check, uint8_t *win)
+static int read_code(const struct remote_mem *mem, const struct py_proc *proc,
+		     uint64_t code, uint32_t check, uint8_t *win)
 {
 	uint32_t now;
 	int err;
 
 	/* -ESTALE: freed since BPF saw it */
-	err = read_code_check(pid, proc, code, win, &now);
+	err = read_code_check(mem, proc, code, win, &now);
 	if (err)
 		return err;
 	return now == check ? 0 : -ESTALE;
@@ -398,41 +339,49 @@ static void sym_clear(struct pysym *sym)
  * function named right with a freed decoy's file name).  Both reads
  * must find it alive, so its strings lived throughout.
  */
-static int read_symbol(pid_t pid, const struct py_proc *proc, uint64_t code,
+static int read_symbol(const struct remote_mem *mem,
+		       const struct py_proc *proc, uint64_t code,
 		       uint32_t check, struct pysym *sym)
 {
 	const struct py_offsets *off = &proc->off;
 	uint8_t win[PYSIGHT_CODE_WINDOW], again[PYSIGHT_CODE_WINDOW];
-	uint64_t name, qual;
+	uint64_t name, qual, file, lt;
 	int err;
 
-	err = read_code(pid, proc, code, check, win);
+	err = read_code(mem, proc, code, check, win);
 	if (err)
 		return err;
-	name = get_u64(win, sizeof(win), off->code_name);
-	qual = get_u64(win, sizeof(win), off->code_qualname);
-	sym->qualname = symbols__read_str(pid, proc, qual ? qual : name);
-	sym->filename = symbols__read_str(pid, proc,
-				 get_u64(win, sizeof(win), off->code_filename));
-	sym->firstlineno = (int)get_u32(win, sizeof(win), off->code_firstlineno);
+	name = remote__u64(win, sizeof(win), off->code_name);
+	qual = remote__u64(win, sizeof(win), off->code_qualname);
+	file = remote__u64(win, sizeof(win), off->code_filename);
+	lt = remote__u64(win, sizeof(win), off->code_linetable);
+	sym->qualname = read_str(mem, proc, qual ? qual : name);
+	sym->filename = read_str(mem, proc, file);
+	sym->firstlineno = (int)remote__u32(win, sizeof(win),
+					    off->code_firstlineno);
 	if (!sym->qualname || !sym->filename ||
-	    symbols__read_bytes(pid, proc, get_u64(win, sizeof(win), off->code_linetable),
-		       &sym->linetable, &sym->linetable_len)) {
+	    read_bytes(mem, proc, lt, &sym->linetable, &sym->linetable_len)) {
 		sym_clear(sym);
 		return -EFAULT;
 	}
-	err = read_code(pid, proc, code, check, again);
-	if (!err && get_u64(win, sizeof(win), off->code_linetable) !=
-		    get_u64(again, sizeof(again), off->code_linetable))
+	err = read_code(mem, proc, code, check, again);
+	if (!err &&
+	    lt != remote__u64(again, sizeof(again), off->code_linetable))
 		err = -ESTALE;
 	if (err)
 		sym_clear(sym);
 	return err;
 }
 
-const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
-				     const struct py_proc *proc, uint64_t code,
-				     uint32_t check)
+/*
+ * The symbol from the cache, else read from mem.  A failed read is
+ * counted only when count is set: a held sample asks again at each pass
+ * over the ring, and a snapshot is a second chance, not a second miss.
+ */
+static const struct pysym *lookup(struct symcache *sc,
+				  const struct remote_mem *mem,
+				  const struct py_proc *proc, uint64_t code,
+				  uint32_t check, bool count)
 {
 	struct sym_proc *p;
 	struct sym_key key;
@@ -442,7 +391,7 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 	memset(&key, 0, sizeof(key));
 	key.check = check;
 	key.code = code;
-	HASH_FIND_INT(sc->procs, &pid, p);
+	HASH_FIND_INT(sc->procs, &mem->pid, p);
 	if (p) {
 		HASH_FIND(hh, p->map, &key, sizeof(key), e);
 		if (e)
@@ -451,11 +400,11 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	err = read_symbol(pid, proc, code, check, &e->sym);
+	err = read_symbol(mem, proc, code, check, &e->sym);
 	if (err) {
-		if (err == -ESTALE)
+		if (count && err == -ESTALE)
 			sc->stale++;
-		else
+		else if (count)
 			sc->misses++;
 		free(e);
 		return NULL;
@@ -467,7 +416,7 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 			free(e);
 			return NULL;
 		}
-		p->pid = pid;
+		p->pid = mem->pid;
 		HASH_ADD_INT(sc->procs, pid, p);
 	}
 	e->key = key;
@@ -476,32 +425,46 @@ const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
 	return &e->sym;
 }
 
+const struct pysym *symcache__lookup(struct symcache *sc, pid_t pid,
+				     const struct py_proc *proc, uint64_t code,
+				     uint32_t check)
+{
+	struct remote_mem live = { .pid = pid };
+
+	return lookup(sc, &live, proc, code, check, true);
+}
+
 const struct pysym *symcache__retry(struct symcache *sc, pid_t pid,
 				    const struct py_proc *proc, uint64_t code,
 				    uint32_t check)
 {
-	uint64_t misses = sc->misses, stale = sc->stale;
-	const struct pysym *sym = symcache__lookup(sc, pid, proc, code, check);
+	struct remote_mem live = { .pid = pid };
 
-	sc->misses = misses;
-	sc->stale = stale;
-	return sym;
+	return lookup(sc, &live, proc, code, check, false);
 }
 
 int symcache__add_snapshot(struct symcache *sc, pid_t pid,
 			   const struct py_proc *proc,
 			   const struct code_event *ev)
 {
-	static struct code_event copy;
-	const struct pysym *sym;
+	struct remote_copy copies[SNAP__MAX];
+	struct remote_mem mem = {
+		.pid = pid, .copies = copies, .ncopies = SNAP__MAX,
+	};
+	uint8_t win[sizeof(ev->code_win)];
 	uint64_t one = 1;
+	size_t cap;
+	int i;
 
+	for (i = 0; i < SNAP__MAX; i++) {
+		copies[i].addr = ev->r[i].addr;
+		copies[i].data = symbols__snapshot_region(ev, i, &cap);
+		copies[i].len = cap;
+	}
 	/* at its dealloc a code object's refcount is 0: alive, all the
 	 * same, when the copy was made */
-	copy = *ev;
-	memcpy(copy.code_win, &one, sizeof(one));
-	snap = &copy;
-	sym = symcache__retry(sc, pid, proc, ev->code, ev->check);
-	snap = NULL;
-	return sym ? 0 : -EFAULT;
+	memcpy(win, ev->code_win, sizeof(win));
+	memcpy(win, &one, sizeof(one));
+	copies[SNAP_CODE].data = win;
+	return lookup(sc, &mem, proc, ev->code, ev->check, false) ? 0 : -EFAULT;
 }

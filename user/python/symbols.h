@@ -37,9 +37,6 @@ const struct pysym *symcache__retry(struct symcache *sc, pid_t pid,
 				    const struct py_proc *proc, uint64_t code,
 				    uint32_t check);
 
-/* len bytes of the target's memory at addr (process_vm_readv): 0,
- * -EFAULT for a short or faulting read, -errno. */
-int symbols__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* A compact str object as UTF-8 (malloc'd, at most 1024 characters), or
  * NULL when addr is not a live str. */
 char *symbols__read_str(pid_t pid, const struct py_proc *proc, uint64_t addr);

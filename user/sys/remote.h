@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Another process's memory: the one module that reads it, and bounds
+ * every read.  The process runs on and may be hostile, so any read may
+ * fail and every word read is a claim to check.
+ */
+#ifndef __PYSIGHT_REMOTE_H
+#define __PYSIGHT_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* above any user address: x86-64 with 5-level paging stops at 2^56 */
+#define REMOTE_ADDR_END	(1ULL << 56)
+
+/* len bytes of process pid at addr (process_vm_readv): 0, -EFAULT for a
+ * short or faulting read or one outside user space, or -errno. */
+int remote__read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* The 8 bytes at addr: 0, or -errno with *out 0. */
+int remote__read64(pid_t pid, uint64_t addr, uint64_t *out);
+
+/* Bytes of the target copied earlier, from addr on; addr 0 holds none. */
+struct remote_copy {
+	uint64_t addr;
+	const void *data;
+	size_t len;
+};
+
+/*
+ * Where a reader's bytes come from: process pid, or, when copies is set,
+ * those copies alone, never the process (what they were copied from, and
+ * maybe the process, is gone).  Readers take one, so their signatures say
+ * which memory they read.
+ */
+struct remote_mem {
+	pid_t pid;
+	const struct remote_copy *copies;
+	int ncopies;
+};
+
+/* As remote__read, from mem: a read that no one copy holds whole faults. */
+int remote__mem_read(const struct remote_mem *mem, uint64_t addr, void *buf,
+		     size_t len);
+
+/* How many bytes mem can give from addr on: 0 when none, SIZE_MAX for a
+ * live process (only a read says). */
+size_t remote__mem_room(const struct remote_mem *mem, uint64_t addr);
+
+/*
+ * The word at off in a local copy of size bytes of the target, or 0 when
+ * it would end past the copy.  In the host's byte order, which is the
+ * target's: remote__read copies from this machine only.
+ */
+uint64_t remote__u64(const void *win, size_t size, size_t off);
+uint32_t remote__u32(const void *win, size_t size, size_t off);
+
+#endif /* __PYSIGHT_REMOTE_H */
