@@ -306,7 +306,8 @@ FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
 	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs
 # what inspecting an interpreter file takes
-ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c
+ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c \
+	    user/sys/remote.c
 
 $(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/python/linetable.c | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
@@ -320,10 +321,11 @@ $(OUTPUT)/fuzz_elf: tests/fuzz/fuzz_elf.c $(FUZZ_HDRS) $(ELF_SRCS) $(USER_HDRS) 
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(ELF_SRCS) -lelf -lz -o $@
 
-$(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c user/python/offsets.c \
-		user/python/offsets_table.c $(USER_HDRS) | $(OUTPUT)
+OFFSETS_SRCS := user/python/offsets.c user/python/offsets_table.c user/sys/remote.c
+$(OUTPUT)/fuzz_debug_offsets: tests/fuzz/fuzz_debug_offsets.c $(OFFSETS_SRCS) \
+		$(USER_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/python/offsets.c user/python/offsets_table.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(OFFSETS_SRCS) -o $@
 
 # code objects, str and bytes read from a fake address space
 SYMBOLS_SRCS := user/python/symbols.c user/sys/remote.c user/python/linetable.c \

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "offsets.h"
+#include "remote.h"
 
 #define DEBUG_COOKIE		"xdebugpy"
 #define DEBUG_COOKIE_LEN	8
@@ -118,15 +119,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The target runs on this machine, so its integers are in our byte order. */
-static __u64 rd64(const unsigned char *p, size_t pos)
-{
-	__u64 v;
-
-	memcpy(&v, p + pos, sizeof(v));
-	return v;
-}
-
 static const struct offsets_debug_layout *find_layout(int minor, bool *guess)
 {
 	const struct offsets_debug_layout *newest = NULL;
@@ -151,11 +143,11 @@ static const struct offsets_debug_layout *find_layout(int minor, bool *guess)
 	return NULL;
 }
 
-static void read_vals(const unsigned char *p,
+static void read_vals(const unsigned char *p, size_t len,
 		      const struct offsets_debug_layout *l,
 		      struct debug_vals *d)
 {
-#define RD(f) (d->f = rd64(p, l->f))
+#define RD(f) (d->f = remote__u64(p, len, l->f))
 	RD(runtime_size);
 	RD(runtime_interpreters_head);
 	RD(interp_size);
@@ -200,12 +192,13 @@ static void read_vals(const unsigned char *p,
 	/* Older layouts lack it: the items follow the PyVarObject, whose
 	 * ob_size a bytes object's shows */
 	if (l->tuple_items)
-		d->tuple_items = rd64(p, l->tuple_items);
+		d->tuple_items = remote__u64(p, len, l->tuple_items);
 	else
 		d->tuple_items = d->bytes_ob_size + 8;
 	/* Older layouts lack it; a compact str adds utf8_length and utf8. */
 	if (l->unicode_compact_size)
-		d->unicode_compact_size = rd64(p, l->unicode_compact_size);
+		d->unicode_compact_size =
+			remote__u64(p, len, l->unicode_compact_size);
 	else
 		d->unicode_compact_size = d->unicode_ascii_size + 16;
 }
@@ -454,7 +447,7 @@ static int check_header(const unsigned char *p, size_t len, int minor,
 			minor, DEBUG_COOKIE);
 		return -EINVAL;
 	}
-	*version = rd64(p, 8);
+	*version = remote__u64(p, len, 8);
 	if (*version >> 32 || (*version >> 24) != 3 ||
 	    ((*version >> 16) & 0xff) != (__u64)minor) {
 		set_err(err, errlen,
@@ -462,7 +455,7 @@ static int check_header(const unsigned char *p, size_t len, int minor,
 			minor, (unsigned long long)*version, minor);
 		return -EINVAL;
 	}
-	ft = rd64(p, 16);
+	ft = remote__u64(p, len, 16);
 	if (ft == 1) {
 		set_err(err, errlen,
 			"Python 3.%d: free-threaded build, not supported",
@@ -504,7 +497,7 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 			minor, len, l->struct_size);
 		return guess ? -ENOTSUP : -EINVAL;
 	}
-	read_vals(p, l, &d);
+	read_vals(p, len, l, &d);
 	check_threads(&v, &d);
 	check_frames(&v, &d);
 	check_strings(&v, &d);
