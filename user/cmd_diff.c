@@ -225,15 +225,9 @@ static int fold_into(struct profile *p, int side, struct fline **lines)
 	char *buf = NULL, *line, *save = NULL, *sp;
 	size_t len = 0;
 	struct fline *l;
-	FILE *f;
 	int err;
 
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return -ENOMEM;
-	err = writer_folded.write(p, NULL, f);
-	if (fclose(f) && !err)
-		err = -ENOMEM;
+	err = writer__write_mem(&writer_folded, p, NULL, &buf, &len);
 	for (line = err ? NULL : strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		sp = strrchr(line, ' ');
