@@ -11,6 +11,9 @@ from conftest import (INTERPRETERS, Profile, Recorder, assert_recorded, blocking
                       find_interp, run_pysight)
 
 RATE = 200
+# PYSIGHT_TEST_OFFCPU=sweep runs these checks on the sampled sweep
+OFFCPU = ["--offcpu=" + os.environ["PYSIGHT_TEST_OFFCPU"]] \
+    if os.environ.get("PYSIGHT_TEST_OFFCPU") else []
 CAUSES = {"[off-cpu: sleep]": "sleep", "[off-cpu: lock]": "lock", "[off-cpu: io]": "io",
           "[off-cpu: gil]": "gil", "[runqueue]": "runqueue", "[off-cpu: other]": "other"}
 
@@ -55,7 +58,7 @@ def record(procs, staging, workdir, interp, scenario, seconds, mode="wall", extr
     result = staging.result_file(interp)
     out = os.path.join(workdir, "%s-%s.folded" % (scenario, mode))
     run = run_pysight(procs, ["record", "--mode", mode, "--threads", "-o", out, "-r", RATE]
-                      + list(extra) + ["--"] + interp.argv(script, scenario, seconds, result),
+                      + (OFFCPU if mode != "cpu" else []) + list(extra) + ["--"] + interp.argv(script, scenario, seconds, result),
                       timeout=120)
     assert_recorded(run)
     return Profile.load(out), staging.read_result(interp, result), run
@@ -175,7 +178,7 @@ def test_blocked_whole_recording(ointerp, procs, staging, workdir):
     out = os.path.join(workdir, "queue.folded")
     seconds = 3
     run = run_pysight(procs, ["record", "--mode", "wall", "--threads", "-o", out, "-r", RATE,
-                              "-d", seconds, "-p", target.pid], timeout=60)
+                              "-d", seconds, "-p", target.pid] + OFFCPU, timeout=60)
     assert_recorded(run)
     target.wait(timeout=30)
     prof = Profile.load(out)

@@ -27,6 +27,8 @@ struct collector_opts {
 	bool full_filenames;	/* else py-spy's short names */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
+	bool sweep;		/* off-CPU time by the sampled sweep (sweep.c),
+				 * not by tracing switches and syscalls */
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
 	bool verbose;		/* libbpf's log, and why processes are skipped */
