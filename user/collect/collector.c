@@ -123,7 +123,7 @@ struct collector {
 	uint64_t next_tick_ns, tick_ns;
 	unsigned int seed;
 	struct stackread *sweep_sr;
-	uint64_t sweeps, sweep_reads;
+	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -1022,6 +1022,11 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->codes_named = c->codes_named;
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->name_reads = c->name_reads;
+	st->sweeps = c->sweeps;
+	st->sweep_ns = c->sweep_ns;
+	st->sweep_read_ns = c->sweep_read_ns;
+	st->sweep_records = c->sweep_records;
+	st->sweep_reads = c->sweep_reads;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1107,11 +1112,13 @@ static const struct pstack *sweep_stack(struct collector *c,
 					const struct thread_record *r)
 {
 	struct stackread *sr = c->sweep_sr;
+	uint64_t t0 = clock__now_ns();
 	__u64 key;
 
 	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
 	c->sweep_reads++;
 	stackread__thread(r->tgid, &pp->proc, key, sr);
+	c->sweep_read_ns += clock__now_ns() - t0;
 	if (sr->status == ST_NO_TSTATE || sr->status == ST_IDLE || !sr->n)
 		return NULL;
 	return name_frames(c, pp, sr->status, sr->frames, sr->n);
@@ -1123,6 +1130,7 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	struct collector *c = ctx;
 	struct sweep_thread *t;
 
+	c->sweep_records++;
 	x.pp = registry__get(c->reg, r->tgid);
 	x.cp = x.pp ? cproc_get(c, r->tgid) : NULL;
 	if (!x.cp)
@@ -1146,13 +1154,16 @@ static void sweep_schedule(struct collector *c, uint64_t now)
 
 static int sweep_tick(struct collector *c)
 {
+	uint64_t t0 = clock__now_ns(), now;
 	int ret;
 
 	sweep__begin(c->sweep);
 	ret = sampler__sweep(c->sampler, sweep_one, c);
 	sweep__end(c->sweep);
+	now = clock__now_ns();
 	c->sweeps++;
-	sweep_schedule(c, clock__now_ns());
+	c->sweep_ns += now - t0;
+	sweep_schedule(c, now);
 	return ret < 0 ? ret : 0;
 }
 
