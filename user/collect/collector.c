@@ -1109,7 +1109,8 @@ static int sweep_add(void *ctx, const void *stack, int kind, uint64_t ns)
  * when it has none (a C thread, or no frames). */
 static const struct pstack *sweep_stack(struct collector *c,
 					const struct pyproc *pp,
-					const struct thread_record *r)
+					const struct thread_record *r,
+					__u64 hint)
 {
 	struct stackread *sr = c->sweep_sr;
 	uint64_t t0 = clock__now_ns();
@@ -1117,7 +1118,7 @@ static const struct pstack *sweep_stack(struct collector *c,
 
 	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
 	c->sweep_reads++;
-	stackread__thread(r->tgid, &pp->proc, key, sr);
+	stackread__thread_at(r->tgid, &pp->proc, key, hint, sr);
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (sr->status == ST_NO_TSTATE || sr->status == ST_IDLE || !sr->n)
 		return NULL;
@@ -1138,8 +1139,12 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	t = sweep__thread(c->sweep, r);
 	if (!t)
 		return -ENOMEM;
-	if (sweep__needs_stack(t, r))
-		sweep__set_stack(t, r, sweep_stack(c, x.pp, r));
+	if (sweep__needs_stack(t, r)) {
+		const struct pstack *stack;
+
+		stack = sweep_stack(c, x.pp, r, sweep__tstate(t));
+		sweep__set_stack(t, r, stack, c->sweep_sr->tstate);
+	}
 	return sweep__account(t, r, sweep_add, &x);
 }
 

@@ -29,6 +29,7 @@ struct sweep_thread {
 	const void *stack;	/* the last stack read (NULL: none there), */
 	__u64 stack_switches;	/* at this switch count */
 	bool read;		/* stack was read */
+	__u64 tstate;		/* from this thread state, 0: none */
 	/* blocked time not given yet: between two ticks that saw no block,
 	 * or less than none (see sweep__account) */
 	__s64 carry_blocked;
@@ -104,9 +105,15 @@ bool sweep__needs_stack(const struct sweep_thread *t,
 	return !r->on_cpu && (!t->read || t->stack_switches != r->switches);
 }
 
-void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
-		      const void *stack)
+__u64 sweep__tstate(const struct sweep_thread *t)
 {
+	return t->tstate;
+}
+
+void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
+		      const void *stack, __u64 tstate)
+{
+	t->tstate = tstate;
 	t->stack = stack;
 	t->stack_switches = r->switches;
 	t->read = true;

@@ -33,9 +33,12 @@ struct sweep_thread *sweep__thread(struct sweep *w,
  */
 bool sweep__needs_stack(const struct sweep_thread *t,
 			const struct thread_record *r);
-/* The stack read for r (an opaque pointer the collector names). */
+/* The stack read for r (an opaque pointer the collector names), and the
+ * thread state it was read from (0: none). */
 void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
-		      const void *stack);
+		      const void *stack, __u64 tstate);
+/* The thread state its last stack was read from, 0: none. */
+__u64 sweep__tstate(const struct sweep_thread *t);
 
 /* Where weight goes: a stack, a cause (enum sample_kind), nanoseconds. */
 typedef int (*sweep_add_fn)(void *ctx, const void *stack, int kind,
