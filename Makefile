@@ -58,7 +58,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/sys/privs.c user/sys/remote.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
-	    user/collect/registry.c user/collect/sampler.c user/python/stackread.c user/python/symbols.c \
+	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \
 	    user/profile/tally.c user/topview.c \
 	    user/format/writer.c user/format/write_folded.c user/format/write_pprof.c \
 	    user/format/write_speedscope.c user/format/write_svg.c \

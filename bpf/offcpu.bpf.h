@@ -67,19 +67,29 @@ enum {
 #define FUTEX_WAIT_REQUEUE_PI	11
 #define FUTEX_LOCK_PI2		13
 
+/* The GIL state's address when it is known without reading the target:
+ * in _PyRuntime (<= 3.11), or found before; else 0. */
+static __always_inline __u64 gil_known(struct py_proc *proc)
+{
+	const struct py_offsets *off = &proc->off;
+
+	if (off->runtime_gil != PY_OFF_NONE)
+		return proc->runtime_addr + off->runtime_gil;
+	return proc->gil_addr;
+}
+
 /*
  * The main interpreter's GIL state: in _PyRuntime up to 3.11, behind
  * interp->ceval.gil from 3.12 (found once, kept in the process's entry).
+ * Reads the target's memory: only in the context of one of its threads.
  */
 static __always_inline __u64 gil_addr(struct py_proc *proc)
 {
 	const struct py_offsets *off = &proc->off;
 	__u64 interp = 0, gil = 0;
 
-	if (off->runtime_gil != PY_OFF_NONE)
-		return proc->runtime_addr + off->runtime_gil;
-	if (proc->gil_addr || off->interp_gil_ptr == PY_OFF_NONE)
-		return proc->gil_addr;
+	if (gil_known(proc) || off->interp_gil_ptr == PY_OFF_NONE)
+		return gil_known(proc);
 	if (read_u64(proc->runtime_addr + off->runtime_interpreters_head,
 		     &interp) || !interp ||
 	    read_u64(interp + off->interp_gil_ptr, &gil))
@@ -100,10 +110,13 @@ static __always_inline bool futex_waits(__u64 op)
  * Why a blocked thread is off the CPU, from the system call it is in and
  * its arguments (its user registers at syscall entry).  A futex wait on
  * an address inside the GIL state is a GIL wait: take_gil() sleeps on
- * the state's condition variable and mutex.
+ * the state's condition variable and mutex.  own: task is current, so
+ * its memory may be read to find the GIL (the task iterator runs in
+ * pysight's context: it uses the address a sample found).
  */
 static __always_inline __u8 classify(struct task_struct *task,
-				     struct py_proc *proc, unsigned int state)
+				     struct py_proc *proc, unsigned int state,
+				     bool own)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 nr, a0, a1, gil;
@@ -128,7 +141,8 @@ static __always_inline __u8 classify(struct task_struct *task,
 	case NR_futex:
 		if (!futex_waits(a1))
 			return KIND_OTHER;
-		gil = proc->state == PY_PROC_PYTHON ? gil_addr(proc) : 0;
+		gil = proc->state != PY_PROC_PYTHON ? 0 :
+		      own ? gil_addr(proc) : gil_known(proc);
 		if (gil && a0 >= gil && a0 < gil + proc->off.gil_size)
 			return KIND_GIL;
 		return KIND_LOCK;
@@ -238,7 +252,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	state = BPF_CORE_READ(prev, __state);
 	t->off_since = now;
 	t->ran_at_off = ran;
-	t->kind = classify(prev, proc, state);
+	t->kind = classify(prev, proc, state, true);
 	t->kstack = kernel_stacks ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
 }
 

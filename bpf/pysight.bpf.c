@@ -22,6 +22,7 @@
 #include "discovery.bpf.h"
 #include "offcpu.bpf.h"
 #include "oncpu.bpf.h"
+#include "sweep.bpf.h"
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(pysight_switch, bool preempt, struct task_struct *prev,
@@ -82,8 +83,9 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	r.fsbase = BPF_CORE_READ(task, thread.fsbase);
 	r.on_cpu = BPF_CORE_READ(task, on_cpu) != 0;
 	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state);
+	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state, false);
 	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+	sweep_counts(task, &r);
 	if (iter_mode == ITER_LIST) {
 		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 		return 0;
@@ -142,6 +144,10 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (!proc || proc->state != PY_PROC_PYTHON)
 		return 0;
 
+	/* the GIL's address, for the task iterator's causes (it cannot
+	 * read the target): found once, here in the target's context */
+	if (mode != PYSIGHT_MODE_CPU)
+		gil_addr(proc);
 	if (mode == PYSIGHT_MODE_OFF)
 		return 0;	/* off-CPU time alone */
 	count(CNT_SAMPLES);

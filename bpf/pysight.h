@@ -261,12 +261,18 @@ struct thread_record {
 	__u8 on_cpu;
 	__u8 pad[6];
 	char comm[PYSIGHT_COMM_LEN];
+	/* the scheduler's own counts, for the sampled sweep (--offcpu=sweep) */
+	__u64 now;		/* ktime ns when this record was taken */
+	__u64 start_time;	/* the thread's start, ktime ns */
+	__u64 ran_ns;		/* se.sum_exec_runtime */
+	__u64 run_delay_ns;	/* sched_info.run_delay: run-queue wait */
+	__u64 switches;		/* nvcsw + nivcsw */
 };
 
 enum iter_mode {
 	ITER_OPEN = 1,		/* open an interval for each blocked thread */
 	ITER_REPORT = 2,	/* report threads (and close their intervals) */
-	ITER_LIST = 3,		/* report threads, change nothing (dump) */
+	ITER_LIST = 3,		/* report threads, change nothing (dump, sweep) */
 };
 
 struct pid_event {

@@ -30,6 +30,7 @@ enum {
 	OPT_IDLE,
 	OPT_GIL,
 	OPT_KERNEL_STACKS,
+	OPT_OFFCPU,
 	OPT_CGROUP,
 	OPT_CONTAINER,
 };
@@ -46,6 +47,7 @@ static const struct argp_option session_options[] = {
 	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
 	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
+	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: trace (default: every switch and syscall, +20% on a pipe ping-pong) or sweep (every thread's state at each tick, nothing on switches)", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
@@ -106,6 +108,14 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KERNEL_STACKS:
 		o->kernel_stacks = true;
+		break;
+	case OPT_OFFCPU:
+		if (!strcmp(arg, "sweep"))
+			o->sweep = true;
+		else if (!strcmp(arg, "trace"))
+			o->sweep = false;
+		else
+			bad_value("--offcpu", arg, "expected trace or sweep");
 		break;
 	case 'v':
 		log_verbose++;
@@ -174,6 +184,10 @@ int session__parse(struct session *s, const struct argp *argp, int argc,
 		return 2;
 	if (s->o.command && s->o.npids)
 		usage_error("give -p or a command, not both");
+	/* the sweep reads no kernel stacks yet: one from the task at the
+	 * tick (bpf_get_task_stack) is what it needs */
+	if (s->o.sweep && s->o.kernel_stacks)
+		usage_error("--kernel-stacks does not work with --offcpu=sweep yet");
 	return 0;
 }
 
@@ -387,6 +401,7 @@ int session__open(struct session *s)
 		.mode = s->o.mode,
 		.gil_only = s->o.gil_only,
 		.kernel_stacks = s->o.kernel_stacks,
+		.sweep = s->o.sweep,
 	};
 	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];

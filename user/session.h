@@ -34,6 +34,7 @@ struct session_opts {
 	int ncgroups;
 	bool gil_only;
 	bool kernel_stacks;
+	bool sweep;			/* --offcpu=sweep */
 };
 
 struct session {

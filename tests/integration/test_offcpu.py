@@ -1,16 +1,21 @@
 """Off-CPU and wall-clock profiles (--mode wall|off): where blocked time
 goes and why, checked against what the workloads measure themselves."""
+import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import (INTERPRETERS, Profile, Recorder, assert_recorded, blocking_interpreters,
-                      find_interp, run_pysight)
+from conftest import (INTERPRETERS, PYSIGHT, Profile, Recorder, assert_recorded,
+                      blocking_interpreters, find_interp, run_pysight)
 
 RATE = 200
+# PYSIGHT_TEST_OFFCPU=sweep runs these checks on the sampled sweep
+OFFCPU = ["--offcpu=" + os.environ["PYSIGHT_TEST_OFFCPU"]] \
+    if os.environ.get("PYSIGHT_TEST_OFFCPU") else []
 CAUSES = {"[off-cpu: sleep]": "sleep", "[off-cpu: lock]": "lock", "[off-cpu: io]": "io",
           "[off-cpu: gil]": "gil", "[runqueue]": "runqueue", "[off-cpu: other]": "other"}
 
@@ -55,7 +60,7 @@ def record(procs, staging, workdir, interp, scenario, seconds, mode="wall", extr
     result = staging.result_file(interp)
     out = os.path.join(workdir, "%s-%s.folded" % (scenario, mode))
     run = run_pysight(procs, ["record", "--mode", mode, "--threads", "-o", out, "-r", RATE]
-                      + list(extra) + ["--"] + interp.argv(script, scenario, seconds, result),
+                      + (OFFCPU if mode != "cpu" else []) + list(extra) + ["--"] + interp.argv(script, scenario, seconds, result),
                       timeout=120)
     assert_recorded(run)
     return Profile.load(out), staging.read_result(interp, result), run
@@ -175,7 +180,7 @@ def test_blocked_whole_recording(ointerp, procs, staging, workdir):
     out = os.path.join(workdir, "queue.folded")
     seconds = 3
     run = run_pysight(procs, ["record", "--mode", "wall", "--threads", "-o", out, "-r", RATE,
-                              "-d", seconds, "-p", target.pid], timeout=60)
+                              "-d", seconds, "-p", target.pid] + OFFCPU, timeout=60)
     assert_recorded(run)
     target.wait(timeout=30)
     prof = Profile.load(out)
@@ -228,6 +233,8 @@ def test_gil_holder_only(ointerp, procs, staging, workdir):
 
 def test_kernel_stacks(procs, staging, workdir):
     """--kernel-stacks puts the kernel's stack below the cause."""
+    if OFFCPU == SWEEP:
+        pytest.skip("the sweep refuses --kernel-stacks so far (a task's stack at the tick)")
     interp = find_interp("3.11", "debian") or INTERPRETERS[0]
     prof, _, _ = record(procs, staging, workdir, interp, "cycle", 1,
                         extra=["--kernel-stacks"])
@@ -331,3 +338,60 @@ def test_nested_walks_keep_their_own_stacks(procs, staging, workdir):
             bad.append(names)
     assert good and not bad, "%d stacks of leaf() of the wrong shape (%d right): %s" % (
         len(bad), good, [(len(b), b[:3]) for b in bad[:5]])
+
+
+def hooks_of(pid):
+    """The tracepoints the BPF links pid holds are attached to, named by
+    bpftool: its links are read from /proc, so other profilers on the
+    host do not count."""
+    ids = []
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.append(m.group(1))
+    names = set()
+    for i in ids:
+        out = subprocess.run(["bpftool", "link", "show", "id", i, "-j"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            link = json.loads(out.stdout)
+            names.add(link.get("tp_name") or link.get("type"))
+    return names
+
+
+# what the sampled sweep is chosen by; [] once it is the default
+SWEEP = ["--offcpu=sweep"]
+
+
+@pytest.mark.parametrize("how", ["sweep", "trace"])
+def test_sweep_attaches_nothing_to_switches(how, procs, workdir):
+    """The sampled sweep runs nothing on sched_switch or sys_exit, so a
+    context switch or a system call of any task costs nothing added (the
+    tracing design's hooks alone cost a pipe ping-pong +9.6%).  The
+    tracing design, listed the same way, shows both: the check sees them."""
+    if shutil.which("bpftool") is None:
+        pytest.skip("no bpftool")
+    interp = find_interp("3.11", "debian") or INTERPRETERS[0]
+    out = os.path.join(workdir, "hooks.folded")
+    args = SWEEP if how == "sweep" else ["--offcpu=trace"]
+    rec = procs.start([PYSIGHT, "record", "--mode", "wall", "-o", out, "-d", "3"] + args
+                      + ["--"] + interp.argv("-c", "import time; time.sleep(2.5)"),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hooks = set()
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and rec.poll() is None:
+        hooks |= hooks_of(rec.pid)
+        if "sched_process_exec" in hooks:
+            break
+        time.sleep(0.1)
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 0, err
+    assert "sched_process_exec" in hooks, "no links seen: %s" % hooks
+    if how == "sweep":
+        assert not hooks & {"sched_switch", "sys_exit"}, hooks
+    else:
+        assert {"sched_switch", "sys_exit"} <= hooks, hooks

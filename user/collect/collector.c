@@ -23,6 +23,7 @@
 #include "registry.h"
 #include "sampler.h"
 #include "stackread.h"
+#include "sweep.h"
 #include "symbols.h"
 
 /* A stack with [unknown] frames, until BPF sends it again (rare). */
@@ -116,6 +117,13 @@ struct collector {
 	struct deferred *deferred;
 	unsigned int ndeferred;
 	bool replaying;
+	/* the sampled sweep (--offcpu=sweep): its threads, its next tick,
+	 * the mean time between ticks, and a buffer for stacks */
+	struct sweep *sweep;
+	uint64_t next_tick_ns, tick_ns;
+	unsigned int seed;
+	struct stackread *sweep_sr;
+	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -162,6 +170,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		.filter_pids = o->filter_pids,
 		.gil_only = o->gil_only,
 		.kernel_stacks = o->kernel_stacks,
+		.sweep = o->sweep && o->mode != MODE_CPU,
 		.cgroups = o->cgroups,
 		.ncgroups = o->ncgroups,
 	};
@@ -227,6 +236,8 @@ void collector__free(struct collector *c)
 		cproc_free(cp);
 	}
 	ksyms__free(c->ksyms);
+	sweep__free(c->sweep);
+	free(c->sweep_sr);
 	sampler__destroy(c->sampler);
 	registry__free(c->reg);
 	symcache__free(c->syms);
@@ -352,7 +363,17 @@ static void replay(struct collector *c, pid_t pid, bool force)
 	c->replaying = was;
 }
 
+static int sweep_poll(struct collector *c, int max_ms);
+static int poll_once(struct collector *c, int max_ms);
+
 int collector__poll(struct collector *c, int max_ms)
+{
+	if (c->sweep)
+		return sweep_poll(c, max_ms);
+	return poll_once(c, max_ms);
+}
+
+static int poll_once(struct collector *c, int max_ms)
 {
 	/* new stacks and processes wake us; known stacks wait for the
 	 * tick, which retries of early inspections want shorter */
@@ -458,6 +479,8 @@ struct profile *collector__rebase(struct collector *c)
 	walk_stacks(c, NULL, moved);
 	free(moved);
 	forget_found(c);
+	if (c->sweep)
+		sweep__forget_stacks(c->sweep);
 	c->prof = q;
 	return old;
 }
@@ -998,6 +1021,11 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->codes_named = c->codes_named;
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->name_reads = c->name_reads;
+	st->sweeps = c->sweeps;
+	st->sweep_ns = c->sweep_ns;
+	st->sweep_read_ns = c->sweep_read_ns;
+	st->sweep_records = c->sweep_records;
+	st->sweep_reads = c->sweep_reads;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1041,12 +1069,166 @@ const char *collector__status_name(int st)
 	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
 }
 
+/*
+ * The sampled sweep (--offcpu=sweep).  At each tick the task iterator
+ * reports every thread of the wanted Python processes with the
+ * scheduler's counts, and sweep.c turns them into run-queue and blocked
+ * time.  An off-CPU thread's stack is read from user space, only when it
+ * has switched since its last read.  No program runs on sched_switch or
+ * sys_exit: a switch or a syscall of any task costs nothing added.
+ */
+struct sweep_ctx {
+	struct collector *c;
+	const struct thread_record *r;
+	const struct pyproc *pp;
+	struct cproc *cp;
+	const struct pthread *thread;
+	const struct pcgroup *cgroup;
+};
+
+static int sweep_add(void *ctx, const void *stack, int kind, uint64_t ns)
+{
+	struct sweep_ctx *x = ctx;
+	char comm[PYSIGHT_COMM_LEN + 1];
+
+	if (!x->thread) {
+		memcpy(comm, x->r->comm, PYSIGHT_COMM_LEN);
+		comm[PYSIGHT_COMM_LEN] = 0;
+		x->thread = thread_of(x->c, x->cp, x->pp, x->r->tid,
+				      x->r->ns_tid, comm);
+		x->cgroup = cgroup_of(x->c, x->r->cgroup_id, x->r->tgid);
+		if (!x->thread || !x->cgroup)
+			return -ENOMEM;
+	}
+	return profile__add(x->c->prof, stack, x->thread, x->cgroup,
+			    kind < KIND__MAX ? kind : KIND_OTHER, 1, ns);
+}
+
+/* The Python stack of an off-CPU thread, read from user space; NULL
+ * when it has none (a C thread, or no frames). */
+static const struct pstack *sweep_stack(struct collector *c,
+					const struct pyproc *pp,
+					const struct thread_record *r,
+					__u64 hint)
+{
+	struct stackread *sr = c->sweep_sr;
+	uint64_t t0 = clock__now_ns();
+	__u64 key;
+
+	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
+	c->sweep_reads++;
+	stackread__thread_at(r->tgid, &pp->proc, key, hint, sr);
+	c->sweep_read_ns += clock__now_ns() - t0;
+	if (sr->status == ST_NO_TSTATE || sr->status == ST_IDLE || !sr->n)
+		return NULL;
+	return name_frames(c, pp, sr->status, sr->frames, sr->n);
+}
+
+static int sweep_one(void *ctx, const struct thread_record *r)
+{
+	struct sweep_ctx x = { .c = ctx, .r = r };
+	struct collector *c = ctx;
+	struct sweep_thread *t;
+
+	c->sweep_records++;
+	x.pp = registry__get(c->reg, r->tgid);
+	x.cp = x.pp ? cproc_get(c, r->tgid) : NULL;
+	if (!x.cp)
+		return 0;
+	t = sweep__thread(c->sweep, r);
+	if (!t)
+		return -ENOMEM;
+	if (sweep__needs_stack(t, r)) {
+		const struct pstack *stack;
+
+		stack = sweep_stack(c, x.pp, r, sweep__tstate(t));
+		sweep__set_stack(t, r, stack, c->sweep_sr->tstate);
+	}
+	return sweep__account(t, r, sweep_add, &x);
+}
+
+/* uniform in [0.5, 1.5) times the mean tick, as the perf timers' rates
+ * are drawn: a fixed tick aliases with periodic work */
+static void sweep_schedule(struct collector *c, uint64_t now)
+{
+	double u = 0.5 + (double)rand_r(&c->seed) / ((double)RAND_MAX + 1.0);
+
+	c->next_tick_ns = now + (uint64_t)(u * (double)c->tick_ns);
+}
+
+static int sweep_tick(struct collector *c)
+{
+	uint64_t t0 = clock__now_ns(), now;
+	int ret;
+
+	sweep__begin(c->sweep);
+	ret = sampler__sweep(c->sampler, sweep_one, c);
+	sweep__end(c->sweep);
+	now = clock__now_ns();
+	c->sweeps++;
+	c->sweep_ns += now - t0;
+	sweep_schedule(c, now);
+	return ret < 0 ? ret : 0;
+}
+
+/* Poll the ring, and sweep at each tick due within max_ms. */
+static int sweep_poll(struct collector *c, int max_ms)
+{
+	uint64_t now = clock__now_ns(), end = now + max_ms * 1000000ULL;
+	int n, ret = 0;
+
+	for (;;) {
+		if (now >= c->next_tick_ns) {
+			n = sweep_tick(c);
+			if (n < 0)
+				return n;
+		}
+		if (now >= end)
+			return ret;
+		n = (int)(((c->next_tick_ns < end ? c->next_tick_ns : end) -
+			   now + 999999) / 1000000);
+		n = poll_once(c, n);
+		if (n < 0)
+			return n;
+		ret += n;
+		now = clock__now_ns();
+	}
+}
+
+/*
+ * The sweep's first tick: every thread's counts now, so the next tick
+ * accounts from here.  At most 1000 ticks a second: a tick of a few
+ * hundred threads costs tens of microseconds (DESIGN.md, "Off-CPU
+ * time"), and -r 10000 is for on-CPU detail.
+ */
+static int sweep_start(struct collector *c)
+{
+	unsigned int hz = c->o.rate_hz < 1000 ? c->o.rate_hz : 1000;
+
+	c->sweep = sweep__new(clock__now_ns());
+	c->sweep_sr = malloc(sizeof(*c->sweep_sr));
+	if (!c->sweep || !c->sweep_sr)
+		return -ENOMEM;
+	c->tick_ns = 1000000000ULL / (hz ? hz : 1);
+	c->seed = (unsigned int)clock__now_ns();
+	return sweep_tick(c);
+}
+
 int collector__start(struct collector *c, char *err, size_t errlen)
 {
 	int ret = sampler__start(c->sampler, err, errlen);
 
 	if (ret || c->o.mode == MODE_CPU)
 		return ret;
+	if (c->o.sweep) {
+		if (!c->o.filter_pids)
+			registry__scan(c->reg);
+		ret = sweep_start(c);
+		if (ret < 0)
+			snprintf(err, errlen, "failed to read thread states: %s",
+				 strerror(-ret));
+		return ret;
+	}
 	/* threads off the CPU for the whole recording never switch: find
 	 * every Python process now and open the intervals of their threads
 	 * that are off already (the hooks are attached, so none is missed) */
@@ -1110,6 +1292,8 @@ int collector__finish(struct collector *c)
 	collector__flush(c);
 	if (c->o.mode == MODE_CPU || !c->sampler)
 		return 0;
+	if (c->sweep)		/* the last tick: up to now */
+		return sweep_tick(c);
 	cl.sr = malloc(sizeof(*cl.sr));
 	if (!cl.sr)
 		return -ENOMEM;

@@ -27,6 +27,8 @@ struct collector_opts {
 	bool full_filenames;	/* else py-spy's short names */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
+	bool sweep;		/* off-CPU time by the sampled sweep (sweep.c),
+				 * not by tracing switches and syscalls */
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
 };
@@ -39,6 +41,9 @@ struct collector_stats {
 	uint64_t codes_named;		/* of those, named from their dealloc */
 	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
 	uint64_t name_reads;		/* readings of Python's thread names */
+	/* the sampled sweep: ticks, their time in all and in user-space
+	 * stack reads (ns), thread records, stack reads */
+	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

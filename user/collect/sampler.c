@@ -65,6 +65,7 @@ struct sampler {
 	void *ctx;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 	bool off_cpu;		/* the scheduler hooks are loaded */
+	struct bpf_link *sweep_link;	/* the sweep's iterator, once made */
 	/* overload (sampler__adapt): the share of the rate sampled, and
 	 * what the counters said at the last look */
 	bool cpu_mode;		/* only there is the rate what fills the ring */
@@ -232,7 +233,7 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->period_ns = (__u64)(1e9 / opts->rate_hz);
 	s->skel->rodata->ncgroups = opts->ncgroups;
-	s->off_cpu = opts->mode != PYSIGHT_MODE_CPU;
+	s->off_cpu = opts->mode != PYSIGHT_MODE_CPU && !opts->sweep;
 	/* the scheduler hooks run on every context switch: only when asked */
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);
@@ -704,13 +705,34 @@ static unsigned int map_entries(const struct bpf_map *map)
 	return n;
 }
 
+/* One run of the iterator behind link: fn for each record. */
+static int read_threads(struct bpf_link *link, sampler_thread_fn fn, void *ctx)
+{
+	struct thread_record r[64];
+	int fd, i, n = 0, ret = 0;
+	ssize_t got;
+
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0)
+		return -errno;
+	while (!ret && (got = read(fd, r, sizeof(r))) >= (ssize_t)sizeof(r[0])) {
+		for (i = 0; i < got / (ssize_t)sizeof(r[0]); i++) {
+			n++;
+			if (fn && (ret = fn(ctx, &r[i])))
+				break;
+		}
+	}
+	if (got < 0 && !ret)
+		ret = -errno;
+	close(fd);
+	return ret ? ret : n;
+}
+
 int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 		     sampler_thread_fn fn, void *ctx)
 {
-	struct thread_record r;
 	struct bpf_link *link;
-	int fd, n = 0, ret = 0;
-	ssize_t got;
+	int ret;
 
 	if (!s)
 		return -ENODEV;
@@ -719,22 +741,25 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 	link = bpf_program__attach_iter(s->skel->progs.pysight_threads, NULL);
 	if (!link)
 		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	while ((got = read(fd, &r, sizeof(r))) == sizeof(r)) {
-		n++;
-		if (fn && (ret = fn(ctx, &r)))
-			break;
-	}
-	if (got < 0 && !ret)
-		ret = -errno;
-	close(fd);
-out:
+	ret = read_threads(link, fn, ctx);
 	bpf_link__destroy(link);
-	return ret ? ret : n;
+	return ret;
+}
+
+int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx)
+{
+	if (!s)
+		return -ENODEV;
+	s->skel->bss->iter_mode = ITER_LIST;
+	s->skel->bss->iter_tgid = 0;
+	/* keep the link: making one costs a BPF syscall and a file per tick */
+	if (!s->sweep_link) {
+		s->sweep_link = bpf_program__attach_iter(
+			s->skel->progs.pysight_threads, NULL);
+		if (!s->sweep_link)
+			return -errno;
+	}
+	return read_threads(s->sweep_link, fn, ctx);
 }
 
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
@@ -777,6 +802,7 @@ void sampler__destroy(struct sampler *s)
 
 	if (!s)
 		return;
+	bpf_link__destroy(s->sweep_link);
 	for (cpu = 0; cpu < s->nprobes; cpu++)
 		bpf_link__destroy(s->probes[cpu].link);
 	for (cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {

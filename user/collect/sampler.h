@@ -18,6 +18,8 @@ struct sampler_opts {
 	bool filter_pids;	/* only pids added with sampler__add_target */
 	bool gil_only;		/* on-CPU samples of the GIL holder alone */
 	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */
+	bool sweep;		/* off-CPU time by the sampled sweep: no
+				 * program on sched_switch or sys_exit */
 	/* keep only tasks in these cgroup v2 trees */
 	const struct cgroup_filter *cgroups;
 	int ncgroups;
@@ -66,6 +68,12 @@ void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
 typedef int (*sampler_thread_fn)(void *ctx, const struct thread_record *r);
 int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 		     sampler_thread_fn fn, void *ctx);
+/*
+ * One tick of the sampled sweep: fn for every thread of the wanted Python
+ * processes, with the scheduler's counts, changing nothing.  The same
+ * iterator as ITER_LIST, its link kept from one tick to the next.
+ */
+int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx);
 /* A kernel stack taken for --kernel-stacks: addresses, leaf first. */
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max);
 /* The ktime clock of BPF events, now. */

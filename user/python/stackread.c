@@ -105,8 +105,42 @@ static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
 	return 1;
 }
 
+/*
+ * Is t still the thread state of the thread with this key?  Its id must
+ * match, and it must still be linked (a freed one keeps its id): its
+ * predecessor points to it, or the main interpreter's list starts at it.
+ * As the BPF cache checks (tstate.bpf.h).
+ */
+static bool still_tstate(pid_t pid, const struct py_proc *proc, __u64 t,
+			 __u64 key)
+{
+	const struct py_offsets *off = &proc->off;
+	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
+			       off->tstate_thread_id : off->tstate_native_thread_id;
+	uint64_t id, prev, next, interp;
+
+	if (remote__read64(pid, t + id_off, &id) || id != key ||
+	    remote__read64(pid, t + off->tstate_prev, &prev))
+		return false;
+	if (prev)
+		return !remote__read64(pid, prev + off->tstate_next, &next) &&
+		       next == t;
+	return !remote__read64(pid, proc->runtime_addr +
+					    off->runtime_interpreters_head,
+			       &interp) &&
+	       interp &&
+	       !remote__read64(pid, interp + off->interp_threads_head, &next) &&
+	       next == t;
+}
+
 int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		      struct stackread *out)
+{
+	return stackread__thread_at(pid, proc, thread_key, 0, out);
+}
+
+int stackread__thread_at(pid_t pid, const struct py_proc *proc,
+			 __u64 thread_key, __u64 hint, struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
 	uint64_t frame = 0;
@@ -115,7 +149,11 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 
 	out->n = 0;
 	out->tstate = 0;
-	ret = find_tstate(pid, proc, thread_key, &out->tstate);
+	ret = 0;
+	if (hint && still_tstate(pid, proc, hint, thread_key))
+		out->tstate = hint;
+	else
+		ret = find_tstate(pid, proc, thread_key, &out->tstate);
 	if (!ret &&
 	    remote__read64(pid, out->tstate + off->tstate_frame, &frame))
 		ret = -ST_ERR_READ_FRAME;

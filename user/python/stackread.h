@@ -28,6 +28,15 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 		      struct stackread *out);
 
 /*
+ * The same, starting from hint, the thread state found last time, when it
+ * still is this thread's: the walk of the thread list costs a read per
+ * thread before it (100 threads: 96 us a stack; 1000: 0.8 ms), the check
+ * four reads.
+ */
+int stackread__thread_at(pid_t pid, const struct py_proc *proc,
+			 __u64 thread_key, __u64 hint, struct stackread *out);
+
+/*
  * The same, read until two reads in a row agree on the frames' code
  * objects (a running thread's lines move; its frames do not, unless the
  * stack changed under the read).  0, or -EAGAIN when tries more reads

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The sampled sweep's arithmetic (--offcpu=sweep): at each tick, every
+ * thread's scheduler counts since the tick before turn into weights.
+ * No I/O here: the collector reads the records and the stacks, and says
+ * where weight goes.
+ */
+#ifndef __PYSIGHT_SWEEP_H
+#define __PYSIGHT_SWEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "pysight.h"
+
+struct sweep;
+struct sweep_thread;
+
+/* since_ns: when the recording started (ktime); a thread started later
+ * is accounted from its own start. */
+struct sweep *sweep__new(uint64_t since_ns);
+void sweep__free(struct sweep *w);
+
+/* A tick begins: threads not met again by sweep__end() are gone. */
+void sweep__begin(struct sweep *w);
+/* The state of r's thread, made at its first record; NULL on ENOMEM. */
+struct sweep_thread *sweep__thread(struct sweep *w,
+				   const struct thread_record *r);
+/*
+ * Does r's thread need its Python stack read now?  Only when it is off
+ * the CPU and has switched since its stack was last read: a thread
+ * blocked for a minute costs one read, not one a tick.
+ */
+bool sweep__needs_stack(const struct sweep_thread *t,
+			const struct thread_record *r);
+/* The stack read for r (an opaque pointer the collector names), and the
+ * thread state it was read from (0: none). */
+void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
+		      const void *stack, __u64 tstate);
+/* The thread state its last stack was read from, 0: none. */
+__u64 sweep__tstate(const struct sweep_thread *t);
+
+/* Where weight goes: a stack, a cause (enum sample_kind), nanoseconds. */
+typedef int (*sweep_add_fn)(void *ctx, const void *stack, int kind,
+			    uint64_t ns);
+/*
+ * The weight of r's thread since its last record: run-queue time and
+ * blocked time (CPU time is the perf samples').  Returns add's error.
+ */
+int sweep__account(struct sweep_thread *t, const struct thread_record *r,
+		   sweep_add_fn add, void *ctx);
+/* A tick ends: forget the threads it did not meet. */
+void sweep__end(struct sweep *w);
+/* The stacks it holds are gone (the profile was rebased): read again. */
+void sweep__forget_stacks(struct sweep *w);
+/* Threads known now. */
+unsigned int sweep__nthreads(const struct sweep *w);
+
+#endif /* __PYSIGHT_SWEEP_H */
