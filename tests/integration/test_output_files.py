@@ -67,7 +67,10 @@ def test_signal_while_writing_leaves_a_whole_file(cmd, sig, workdir):
     big_folded(big)
     out = os.path.join(workdir, "out.folded")
     args = [PYSIGHT, cmd, big] + ([big] if cmd == "diff" else []) + ["-o", out]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # with the signal's default action: under nohup (SIGHUP ignored, and
+    # so in every child) pysight rightly keeps ignoring it
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while not leftovers(workdir, "out.folded") and proc.poll() is None and \
             time.monotonic() < deadline:
