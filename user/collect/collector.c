@@ -1069,6 +1069,38 @@ const char *collector__status_name(int st)
 	return st >= 0 && st < ST__MAX && names[st] ? names[st] : "?";
 }
 
+/* What the task iterator reports of a thread, as the samples have it:
+ * its thread (named as samples name it), the key its thread state is
+ * found by, and its cause. */
+static const struct pthread *record_thread(struct collector *c,
+					   struct cproc *cp,
+					   const struct pyproc *pp,
+					   const struct thread_record *r)
+{
+	char comm[PYSIGHT_COMM_LEN + 1];
+
+	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
+	comm[PYSIGHT_COMM_LEN] = 0;
+	return thread_of(c, cp, pp, r->tid, r->ns_tid, comm);
+}
+
+static __u64 record_key(const struct pyproc *pp, const struct thread_record *r)
+{
+	return pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
+}
+
+static int record_kind(int kind)
+{
+	return kind < KIND__MAX ? kind : KIND_OTHER;
+}
+
+/* Did a read from user space find a Python stack (not a C thread, an
+ * idle one, or none)? */
+static bool read_has_stack(const struct stackread *sr)
+{
+	return sr->status != ST_NO_TSTATE && sr->status != ST_IDLE && sr->n;
+}
+
 /*
  * The sampled sweep (--offcpu=sweep).  At each tick the task iterator
  * reports every thread of the wanted Python processes with the
@@ -1089,19 +1121,15 @@ struct sweep_ctx {
 static int sweep_add(void *ctx, const void *stack, int kind, uint64_t ns)
 {
 	struct sweep_ctx *x = ctx;
-	char comm[PYSIGHT_COMM_LEN + 1];
 
 	if (!x->thread) {
-		memcpy(comm, x->r->comm, PYSIGHT_COMM_LEN);
-		comm[PYSIGHT_COMM_LEN] = 0;
-		x->thread = thread_of(x->c, x->cp, x->pp, x->r->tid,
-				      x->r->ns_tid, comm);
+		x->thread = record_thread(x->c, x->cp, x->pp, x->r);
 		x->cgroup = cgroup_of(x->c, x->r->cgroup_id, x->r->tgid);
 		if (!x->thread || !x->cgroup)
 			return -ENOMEM;
 	}
 	return profile__add(x->c->prof, stack, x->thread, x->cgroup,
-			    kind < KIND__MAX ? kind : KIND_OTHER, 1, ns);
+			    record_kind(kind), 1, ns);
 }
 
 /* The Python stack of an off-CPU thread, read from user space; NULL
@@ -1111,17 +1139,16 @@ static const struct pstack *sweep_stack(struct collector *c,
 					const struct thread_record *r,
 					__u64 hint)
 {
-	struct stackread *sr = c->sweep_sr;
 	uint64_t t0 = clock__now_ns();
-	__u64 key;
 
-	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
 	c->sweep_reads++;
-	stackread__thread_at(r->tgid, &pp->proc, key, hint, sr);
+	stackread__thread_at(r->tgid, &pp->proc, record_key(pp, r), hint,
+			     c->sweep_sr);
 	c->sweep_read_ns += clock__now_ns() - t0;
-	if (sr->status == ST_NO_TSTATE || sr->status == ST_IDLE || !sr->n)
+	if (!read_has_stack(c->sweep_sr))
 		return NULL;
-	return name_frames(c, pp, sr->status, sr->frames, sr->n);
+	return name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
+			   c->sweep_sr->n);
 }
 
 static int sweep_one(void *ctx, const struct thread_record *r)
@@ -1220,21 +1247,14 @@ int collector__start(struct collector *c, char *err, size_t errlen)
 
 	if (ret || c->o.mode == MODE_CPU)
 		return ret;
-	if (c->o.sweep) {
-		if (!c->o.filter_pids)
-			registry__scan(c->reg);
-		ret = sweep_start(c);
-		if (ret < 0)
-			snprintf(err, errlen, "failed to read thread states: %s",
-				 strerror(-ret));
-		return ret;
-	}
 	/* threads off the CPU for the whole recording never switch: find
-	 * every Python process now and open the intervals of their threads
-	 * that are off already (the hooks are attached, so none is missed) */
+	 * every Python process now, and either take every thread's counts
+	 * (the sweep's first tick) or open the intervals of those off
+	 * already (the hooks are attached, so none is missed) */
 	if (!c->o.filter_pids)
 		registry__scan(c->reg);
-	ret = sampler__threads(c->sampler, ITER_OPEN, 0, NULL, NULL);
+	ret = c->o.sweep ? sweep_start(c) :
+			   sampler__threads(c->sampler, ITER_OPEN, 0, NULL, NULL);
 	if (ret < 0)
 		snprintf(err, errlen, "failed to read thread states: %s",
 			 strerror(-ret));
@@ -1252,13 +1272,11 @@ static int close_interval(void *ctx, const struct thread_record *r)
 {
 	struct closing *cl = ctx;
 	struct collector *c = cl->c;
-	char comm[PYSIGHT_COMM_LEN + 1];
 	const struct pcgroup *cg;
 	const struct pstack *stack;
 	const struct pyproc *pp;
 	const struct pthread *t;
 	struct cproc *cp;
-	__u64 key;
 
 	if (!r->off_since || r->off_since > cl->now)
 		return 0;
@@ -1266,21 +1284,16 @@ static int close_interval(void *ctx, const struct thread_record *r)
 	cp = pp ? cproc_get(c, r->tgid) : NULL;
 	if (!cp)
 		return 0;
-	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
-	stackread__thread(r->tgid, &pp->proc, key, cl->sr);
-	if (cl->sr->status == ST_NO_TSTATE || cl->sr->status == ST_IDLE ||
-	    !cl->sr->n)
+	stackread__thread(r->tgid, &pp->proc, record_key(pp, r), cl->sr);
+	if (!read_has_stack(cl->sr))
 		return 0;
 	stack = name_frames(c, pp, cl->sr->status, cl->sr->frames, cl->sr->n);
-	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
-	comm[PYSIGHT_COMM_LEN] = 0;
-	t = thread_of(c, cp, pp, r->tid, r->ns_tid, comm);
+	t = record_thread(c, cp, pp, r);
 	cg = cgroup_of(c, r->cgroup_id, r->tgid);
 	if (!stack || !t || !cg)
 		return -ENOMEM;
 	c->closed_intervals++;
-	return profile__add(c->prof, stack, t, cg,
-			    r->kind < KIND__MAX ? r->kind : KIND_OTHER, 1,
+	return profile__add(c->prof, stack, t, cg, record_kind(r->kind), 1,
 			    cl->now - r->off_since);
 }
 
@@ -1324,20 +1337,16 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 {
 	struct snapshot *sn = ctx;
 	struct thread_snapshot t = {};
-	char comm[PYSIGHT_COMM_LEN + 1];
 	const struct pthread *th;
 	const struct pyproc *pp;
 	struct cproc *cp;
-	__u64 key;
 
 	pp = registry__get(sn->c->reg, r->tgid);
 	if (!pp)
 		return 0;
 	/* named as samples are */
-	memcpy(comm, r->comm, PYSIGHT_COMM_LEN);
-	comm[PYSIGHT_COMM_LEN] = 0;
 	cp = cproc_get(sn->c, r->tgid);
-	th = cp ? thread_of(sn->c, cp, pp, r->tid, r->ns_tid, comm) : NULL;
+	th = cp ? record_thread(sn->c, cp, pp, r) : NULL;
 	if (!th)
 		return -ENOMEM;
 	if (sn->gil_pid != (pid_t)r->tgid) {
@@ -1345,14 +1354,14 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 		if (stackread__gil_holder(r->tgid, &pp->proc, &sn->gil))
 			sn->gil = 0;
 	}
-	key = pp->proc.off.match == PY_MATCH_PTHREAD ? r->fsbase : r->ns_tid;
-	t.torn = stackread__stable(r->tgid, &pp->proc, key, sn->sr,
-				   sn->scratch, SNAPSHOT_TRIES) == -EAGAIN;
+	t.torn = stackread__stable(r->tgid, &pp->proc, record_key(pp, r),
+				   sn->sr, sn->scratch,
+				   SNAPSHOT_TRIES) == -EAGAIN;
 	t.pid = r->tgid;
 	t.tid = r->tid;
 	snprintf(t.name, sizeof(t.name), "%s", th->name);
 	t.on_cpu = r->on_cpu;
-	t.kind = r->on_cpu ? KIND_CPU : r->kind < KIND__MAX ? r->kind : KIND_OTHER;
+	t.kind = r->on_cpu ? KIND_CPU : record_kind(r->kind);
 	t.holds_gil = sn->gil && sn->sr->tstate == sn->gil;
 	t.status = sn->sr->status;
 	t.raw = sn->sr;
