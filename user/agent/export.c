@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "export.h"
 #include "exporter.h"
+#include "hashfree.h"
 #include "log.h"
 #include "otlp.h"
 #include "service.h"
@@ -53,12 +54,9 @@ static void forget(struct export *x, struct known *k)
 
 void export__free(struct export *x)
 {
-	struct known *k, *tmp;
-
 	if (!x)
 		return;
-	HASH_ITER(hh, x->known, k, tmp)
-		forget(x, k);
+	HASH_FREE_ALL(x->known);
 	free(x);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <uthash.h>
 
+#include "hashfree.h"
 #include "sweep.h"
 
 /* What a tick saw of a thread. */
@@ -24,7 +25,7 @@ struct obs {
 struct sweep_thread {
 	__u32 tid;
 	bool met;		/* by the tick in progress */
-	__u64 at_ns, ran_ns, run_delay_ns, switches;	/* at the last tick */
+	__u64 at_ns, ran_ns, run_delay_ns;	/* at the last tick */
 	struct obs prev;	/* what the last tick saw */
 	struct obs last_block;	/* the last block a tick saw, */
 	__u64 last_block_switches;	/* at this switch count */
@@ -55,14 +56,9 @@ struct sweep *sweep__new(uint64_t since_ns)
 
 void sweep__free(struct sweep *w)
 {
-	struct sweep_thread *t, *tmp;
-
 	if (!w)
 		return;
-	HASH_ITER(hh, w->threads, t, tmp) {
-		HASH_DEL(w->threads, t);
-		free(t);
-	}
+	HASH_FREE_ALL(w->threads);
 	free(w);
 }
 
@@ -93,7 +89,6 @@ struct sweep_thread *sweep__thread(struct sweep *w,
 			t->at_ns = r->now;
 			t->ran_ns = r->ran_ns;
 			t->run_delay_ns = r->run_delay_ns;
-			t->switches = r->switches;
 		}
 		HASH_ADD(hh, w->threads, tid, sizeof(t->tid), t);
 	}
@@ -222,7 +217,6 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 	t->at_ns = r->now;
 	t->ran_ns = r->ran_ns;
 	t->run_delay_ns = r->run_delay_ns;
-	t->switches = r->switches;
 	t->prev = cur;
 	return err;
 }
@@ -251,7 +245,3 @@ void sweep__forget_stacks(struct sweep *w)
 	}
 }
 
-unsigned int sweep__nthreads(const struct sweep *w)
-{
-	return HASH_COUNT(w->threads);
-}

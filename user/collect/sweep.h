@@ -53,7 +53,5 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 void sweep__end(struct sweep *w);
 /* The stacks it holds are gone (the profile was rebased): read again. */
 void sweep__forget_stacks(struct sweep *w);
-/* Threads known now. */
-unsigned int sweep__nthreads(const struct sweep *w);
 
 #endif /* __PYSIGHT_SWEEP_H */
