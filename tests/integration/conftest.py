@@ -548,42 +548,40 @@ def bpf_programs():
             if "pysight" in (p.get("name") or "")}
 
 
+def bpf_fd_ids(pid, field):
+    """The ids a process's BPF fds name in /proc/PID/fdinfo under field
+    ("prog_id", "map_id" or "link_id"); empty when it is gone."""
+    fdinfo = "/proc/%s/fdinfo" % pid
+    try:
+        fds = os.listdir(fdinfo)
+    except OSError:
+        return set()
+    ids = set()
+    for fd in fds:
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                m = re.search(r"^%s:\s*(\d+)" % field, f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
 def bpf_prog_holders():
     """{prog id: set of pids} of the processes holding a prog (or link) fd."""
     holders = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        fdinfo = "/proc/%s/fdinfo" % pid
-        try:
-            fds = os.listdir(fdinfo)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(os.path.join(fdinfo, fd)) as f:
-                    text = f.read()
-            except OSError:
-                continue
-            m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
-            if m:
-                holders.setdefault(int(m.group(1)), set()).add(int(pid))
+        if pid.isdigit():
+            for prog in bpf_fd_ids(pid, "prog_id"):
+                holders.setdefault(prog, set()).add(int(pid))
     return holders
 
 
 def bpf_map_keys(pid, name):
     """Keys (as little-endian ints) of the BPF map called name that process
     pid holds: what pysight keeps in the kernel, for leak checks."""
-    ids = set()
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    for map_id in sorted(ids):
+    for map_id in sorted(bpf_fd_ids(pid, "map_id")):
         info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(map_id)],
                                          capture_output=True, text=True, check=True).stdout)
         if info.get("name") != name:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import (INTERPRETERS, PYSIGHT, Profile, Recorder, assert_recorded,
+from conftest import (INTERPRETERS, PYSIGHT, Profile, Recorder, assert_recorded, bpf_fd_ids,
                       blocking_interpreters, find_interp, run_pysight)
 
 RATE = 200
@@ -344,18 +344,9 @@ def hooks_of(pid):
     """The tracepoints the BPF links pid holds are attached to, named by
     bpftool: its links are read from /proc, so other profilers on the
     host do not count."""
-    ids = []
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.append(m.group(1))
     names = set()
-    for i in ids:
-        out = subprocess.run(["bpftool", "link", "show", "id", i, "-j"],
+    for i in bpf_fd_ids(pid, "link_id"):
+        out = subprocess.run(["bpftool", "link", "show", "id", str(i), "-j"],
                              capture_output=True, text=True)
         if out.returncode == 0:
             link = json.loads(out.stdout)
