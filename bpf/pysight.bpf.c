@@ -73,16 +73,17 @@ int pysight_threads(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
+	iter_visits++;
 	proc = python_of(task, &tgid, false, false);
 	if (!proc || (iter_tgid && tgid != iter_tgid))
 		return 0;
 	r.tgid = tgid;
-	r.tid = BPF_CORE_READ(task, pid);
+	r.tid = task->pid;
 	r.ns_tid = ns_tid(task);
-	r.state = BPF_CORE_READ(task, __state);
-	r.fsbase = BPF_CORE_READ(task, thread.fsbase);
-	r.on_cpu = BPF_CORE_READ(task, on_cpu) != 0;
-	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	r.state = task->__state;
+	r.fsbase = task->thread.fsbase;
+	r.on_cpu = task->on_cpu != 0;
+	r.cgroup_id = task->cgroups->dfl_cgrp->kn->id;
 	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state, false);
 	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
 	sweep_counts(task, &r);

@@ -1186,10 +1186,14 @@ static void sweep_schedule(struct collector *c, uint64_t now)
 static int sweep_tick(struct collector *c)
 {
 	uint64_t t0 = clock__now_ns(), now;
+	pid_t pids[SAMPLER_SWEEP_PIDS];
+	unsigned int n;
 	int ret;
 
+	n = registry__pythons(c->reg, pids, SAMPLER_SWEEP_PIDS);
 	sweep__begin(c->sweep);
-	ret = sampler__sweep(c->sampler, sweep_one, c);
+	ret = sampler__sweep(c->sampler, n <= SAMPLER_SWEEP_PIDS ? pids : NULL,
+			     (int)n, sweep_one, c);
 	sweep__end(c->sweep);
 	now = clock__now_ns();
 	c->sweeps++;

@@ -51,6 +51,23 @@ struct code_free_probe {
 #define MAX_PROBES	64
 #define PROBES_PER_PID	2
 
+/*
+ * A sweep over one process's threads costs a link's pass, about three
+ * system calls (4 us); one over every task costs 0.3 us a task that is
+ * not wanted (the kernel's walk of the pid table, and the program's
+ * early return).  So processes are swept one by one while they are
+ * fewer than the host's tasks / SWEEP_TASKS_PER_LINK, and at most
+ * SAMPLER_SWEEP_PIDS; the host's tasks are counted again every
+ * SWEEP_RECOUNT passes.
+ */
+#define SWEEP_TASKS_PER_LINK	13
+#define SWEEP_RECOUNT		256
+
+struct sweep_link {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
 struct sampler {
 	struct code_free_probe probes[MAX_PROBES];
 	int nprobes;
@@ -65,7 +82,13 @@ struct sampler {
 	void *ctx;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 	bool off_cpu;		/* the scheduler hooks are loaded */
-	struct bpf_link *sweep_link;	/* the sweep's iterator, once made */
+	/* the sweep's iterators, kept from tick to tick: one over every
+	 * task, and one per process while few are wanted */
+	struct bpf_link *sweep_link;
+	struct sweep_link bounded[SAMPLER_SWEEP_PIDS];
+	int nbounded;
+	__u64 host_tasks;	/* tasks the last pass over all of them saw */
+	unsigned int passes;
 	/* overload (sampler__adapt): the share of the rate sampled, and
 	 * what the counters said at the last look */
 	bool cpu_mode;		/* only there is the rate what fills the ring */
@@ -705,8 +728,22 @@ static unsigned int map_entries(const struct bpf_map *map)
 	return n;
 }
 
+/* The iterator over the threads of tgid, or over every task when 0. */
+static struct bpf_link *iter_link(struct sampler *s, pid_t tgid)
+{
+	union bpf_iter_link_info info;
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &info,
+		    .link_info_len = sizeof(info));
+
+	memset(&info, 0, sizeof(info));
+	info.task.pid = tgid;
+	return bpf_program__attach_iter(s->skel->progs.pysight_threads,
+					tgid ? &o : NULL);
+}
+
 /* One run of the iterator behind link: fn for each record. */
-static int read_threads(struct bpf_link *link, sampler_thread_fn fn, void *ctx)
+static int read_threads(struct sampler *s, struct bpf_link *link,
+			sampler_thread_fn fn, void *ctx)
 {
 	struct thread_record r[64];
 	int fd, i, n = 0, ret = 0;
@@ -715,6 +752,7 @@ static int read_threads(struct bpf_link *link, sampler_thread_fn fn, void *ctx)
 	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
+	s->skel->bss->pass_now = 0;
 	while (!ret && (got = read(fd, r, sizeof(r))) >= (ssize_t)sizeof(r[0])) {
 		for (i = 0; i < got / (ssize_t)sizeof(r[0]); i++) {
 			n++;
@@ -737,29 +775,74 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 	if (!s)
 		return -ENODEV;
 	s->skel->bss->iter_mode = mode;
-	s->skel->bss->iter_tgid = tgid;
-	link = bpf_program__attach_iter(s->skel->progs.pysight_threads, NULL);
+	s->skel->bss->iter_tgid = 0;
+	link = iter_link(s, tgid);
 	if (!link)
 		return -errno;
-	ret = read_threads(link, fn, ctx);
+	ret = read_threads(s, link, fn, ctx);
 	bpf_link__destroy(link);
 	return ret;
 }
 
-int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx)
+/* Sweep pids one by one, their links kept; those of processes no longer
+ * listed are let go. */
+static int sweep_bounded(struct sampler *s, const pid_t *pids, int n,
+			 sampler_thread_fn fn, void *ctx)
 {
+	struct sweep_link kept[SAMPLER_SWEEP_PIDS];
+	int i, j, nkept = 0, ret, all = 0;
+
+	for (i = 0; i < n; i++) {
+		kept[nkept].pid = pids[i];
+		kept[nkept].link = NULL;
+		for (j = 0; j < s->nbounded; j++) {
+			if (s->bounded[j].pid == pids[i]) {
+				kept[nkept].link = s->bounded[j].link;
+				s->bounded[j].link = NULL;
+				break;
+			}
+		}
+		if (!kept[nkept].link)
+			kept[nkept].link = iter_link(s, pids[i]);
+		/* gone already: its exit says so */
+		if (kept[nkept].link)
+			nkept++;
+	}
+	for (j = 0; j < s->nbounded; j++)
+		bpf_link__destroy(s->bounded[j].link);
+	memcpy(s->bounded, kept, nkept * sizeof(kept[0]));
+	s->nbounded = nkept;
+	for (i = 0; i < nkept; i++) {
+		ret = read_threads(s, s->bounded[i].link, fn, ctx);
+		if (ret < 0)
+			return ret;
+		all += ret;
+	}
+	return all;
+}
+
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n,
+		   sampler_thread_fn fn, void *ctx)
+{
+	int ret;
+
 	if (!s)
 		return -ENODEV;
 	s->skel->bss->iter_mode = ITER_LIST;
 	s->skel->bss->iter_tgid = 0;
+	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
+	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks)
+		return sweep_bounded(s, pids, n, fn, ctx);
 	/* keep the link: making one costs a BPF syscall and a file per tick */
 	if (!s->sweep_link) {
-		s->sweep_link = bpf_program__attach_iter(
-			s->skel->progs.pysight_threads, NULL);
+		s->sweep_link = iter_link(s, 0);
 		if (!s->sweep_link)
 			return -errno;
 	}
-	return read_threads(s->sweep_link, fn, ctx);
+	s->skel->bss->iter_visits = 0;
+	ret = read_threads(s, s->sweep_link, fn, ctx);
+	s->host_tasks = s->skel->bss->iter_visits;
+	return ret;
 }
 
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
@@ -803,6 +886,8 @@ void sampler__destroy(struct sampler *s)
 	if (!s)
 		return;
 	bpf_link__destroy(s->sweep_link);
+	for (cpu = 0; cpu < s->nbounded; cpu++)
+		bpf_link__destroy(s->bounded[cpu].link);
 	for (cpu = 0; cpu < s->nprobes; cpu++)
 		bpf_link__destroy(s->probes[cpu].link);
 	for (cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {

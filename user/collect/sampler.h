@@ -71,9 +71,14 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 /*
  * One tick of the sampled sweep: fn for every thread of the wanted Python
  * processes, with the scheduler's counts, changing nothing.  The same
- * iterator as ITER_LIST, its link kept from one tick to the next.
+ * iterator as ITER_LIST, its links kept from one tick to the next.
+ * pids: the n Python processes known (NULL: more than
+ * SAMPLER_SWEEP_PIDS), swept one by one while that is cheaper than a
+ * pass over every task.
  */
-int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx);
+#define SAMPLER_SWEEP_PIDS	16
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n,
+		   sampler_thread_fn fn, void *ctx);
 /* A kernel stack taken for --kernel-stacks: addresses, leaf first. */
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max);
 /* The ktime clock of BPF events, now. */
