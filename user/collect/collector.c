@@ -124,6 +124,7 @@ struct collector {
 	unsigned int seed;
 	struct stackread *sweep_sr;
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
+	uint64_t sweep_reads_again;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -1026,6 +1027,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->sweep_read_ns = c->sweep_read_ns;
 	st->sweep_records = c->sweep_records;
 	st->sweep_reads = c->sweep_reads;
+	st->sweep_reads_again = c->sweep_reads_again;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1137,13 +1139,15 @@ static int sweep_add(void *ctx, const void *stack, int kind, uint64_t ns)
 static const struct pstack *sweep_stack(struct collector *c,
 					const struct pyproc *pp,
 					const struct thread_record *r,
-					__u64 hint)
+					struct sweep_thread *t)
 {
 	uint64_t t0 = clock__now_ns();
 
 	c->sweep_reads++;
-	stackread__thread_at(r->tgid, &pp->proc, record_key(pp, r), hint,
-			     c->sweep_sr);
+	stackread__thread_planned(r->tgid, &pp->proc, record_key(pp, r),
+				  (struct stackread_plan **)sweep__data(t),
+				  c->sweep_sr);
+	c->sweep_reads_again += c->sweep_sr->again;
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (!read_has_stack(c->sweep_sr))
 		return NULL;
@@ -1168,8 +1172,8 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	if (sweep__needs_stack(t, r)) {
 		const struct pstack *stack;
 
-		stack = sweep_stack(c, x.pp, r, sweep__tstate(t));
-		sweep__set_stack(t, r, stack, c->sweep_sr->tstate);
+		stack = sweep_stack(c, x.pp, r, t);
+		sweep__set_stack(t, r, stack);
 	}
 	return sweep__account(t, r, sweep_add, &x);
 }
@@ -1226,6 +1230,11 @@ static int sweep_poll(struct collector *c, int max_ms)
 	}
 }
 
+static void free_plan(void *plan)
+{
+	stackread_plan__free(plan);
+}
+
 /*
  * The sweep's first tick: every thread's counts now, so the next tick
  * accounts from here.  At most 1000 ticks a second: a tick of a few
@@ -1236,7 +1245,7 @@ static int sweep_start(struct collector *c)
 {
 	unsigned int hz = c->o.rate_hz < 1000 ? c->o.rate_hz : 1000;
 
-	c->sweep = sweep__new(clock__now_ns());
+	c->sweep = sweep__new(clock__now_ns(), free_plan);
 	c->sweep_sr = malloc(sizeof(*c->sweep_sr));
 	if (!c->sweep || !c->sweep_sr)
 		return -ENOMEM;

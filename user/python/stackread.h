@@ -7,6 +7,7 @@
 #ifndef __PYSIGHT_STACKREAD_H
 #define __PYSIGHT_STACKREAD_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <linux/types.h>
 #include "pysight.h"
@@ -14,6 +15,7 @@
 struct stackread {
 	__u64 tstate;			/* 0 when none matched */
 	int status;			/* enum sample_status */
+	bool again;			/* read at once, as its plan said */
 	int n;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];	/* leaf first */
 	__u64 addr[PYSIGHT_MAX_FRAMES];		/* each frame's own address */
@@ -35,6 +37,24 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
  */
 int stackread__thread_at(pid_t pid, const struct py_proc *proc,
 			 __u64 thread_key, __u64 hint, struct stackread *out);
+
+/*
+ * The same for a thread read before, with the plan the last read left
+ * (*plan NULL the first time; free it with stackread_plan__free).  A
+ * read from user space is some twenty process_vm_readv calls, one for
+ * each field of the thread state, each frame and each code object, at
+ * 1-1.5 us each: 25 us a stack.  A thread whose stack has not moved since
+ * its last read reads the same regions: they are read again all at once,
+ * and walked as a live read would walk them, which holds when every read
+ * the walk makes is one of them.  When the stack moved, the walk needs
+ * one that is not, and the thread is read live, which makes the plan for
+ * the next time.
+ */
+struct stackread_plan;
+int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
+			      __u64 thread_key, struct stackread_plan **plan,
+			      struct stackread *out);
+void stackread_plan__free(struct stackread_plan *p);
 
 /*
  * The same, read until two reads in a row agree on the frames' code
