@@ -84,6 +84,10 @@ struct sampler {
 	bool off_cpu;		/* the scheduler hooks are loaded */
 	/* the sweep's iterators, kept from tick to tick: one over every
 	 * task, and one per process while few are wanted */
+	bool sweep;		/* the sampled sweep is loaded */
+	struct ring_buffer *sweep_rb;
+	sampler_thread_fn sweep_fn;
+	void *sweep_ctx;
 	struct bpf_link *sweep_link;
 	struct sweep_link bounded[SAMPLER_SWEEP_PIDS];
 	int nbounded;
@@ -117,6 +121,16 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt,
 	if (probing || !log__on(LOG_DEBUG))
 		return 0;
 	return vfprintf(stderr, fmt, args);
+}
+
+/* A thread record of the sweep's ring. */
+static int on_sweep(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size < sizeof(struct thread_record) || !s->sweep_fn)
+		return 0;
+	return s->sweep_fn(s->sweep_ctx, data);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -261,6 +275,12 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);
 	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
+	s->sweep = opts->sweep && opts->mode != PYSIGHT_MODE_CPU;
+	bpf_program__set_autoload(s->skel->progs.pysight_sweep, s->sweep);
+	bpf_program__set_autoattach(s->skel->progs.pysight_sweep, false);
+	if (!s->sweep)
+		bpf_map__set_max_entries(s->skel->maps.sweep_ring,
+					 sysconf(_SC_PAGESIZE));
 	if (!opts->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	ring_size(s);
@@ -290,6 +310,17 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		snprintf(err, errlen, "failed to create ring buffer: %s",
 			 strerror(-ret));
 		goto fail;
+	}
+	if (s->sweep) {
+		s->sweep_rb = ring_buffer__new(
+			bpf_map__fd(s->skel->maps.sweep_ring), on_sweep, s, NULL);
+		if (!s->sweep_rb) {
+			ret = -errno;
+			snprintf(err, errlen,
+				 "failed to create ring buffer: %s",
+				 strerror(-ret));
+			goto fail;
+		}
 	}
 	*out = s;
 	return 0;
@@ -728,17 +759,21 @@ static unsigned int map_entries(const struct bpf_map *map)
 	return n;
 }
 
-/* The iterator over the threads of tgid, or over every task when 0. */
-static struct bpf_link *iter_link(struct sampler *s, pid_t tgid)
+/* prog as a task iterator over every task (pid 0), the threads of
+ * process pid, or (tid) the task pid alone. */
+static struct bpf_link *iter_link(struct bpf_program *prog, pid_t pid,
+				  bool tid)
 {
 	union bpf_iter_link_info info;
 	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &info,
 		    .link_info_len = sizeof(info));
 
 	memset(&info, 0, sizeof(info));
-	info.task.pid = tgid;
-	return bpf_program__attach_iter(s->skel->progs.pysight_threads,
-					tgid ? &o : NULL);
+	if (tid)
+		info.task.tid = pid;
+	else
+		info.task.pid = pid;
+	return bpf_program__attach_iter(prog, pid ? &o : NULL);
 }
 
 /* One run of the iterator behind link: fn for each record. */
@@ -776,7 +811,7 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 		return -ENODEV;
 	s->skel->bss->iter_mode = mode;
 	s->skel->bss->iter_tgid = 0;
-	link = iter_link(s, tgid);
+	link = iter_link(s->skel->progs.pysight_threads, tgid, false);
 	if (!link)
 		return -errno;
 	ret = read_threads(s, link, fn, ctx);
@@ -784,10 +819,20 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 	return ret;
 }
 
+/* One pass of the sweep behind link: its records, from the ring. */
+static int sweep_pass(struct sampler *s, struct bpf_link *link)
+{
+	int ret = read_threads(s, link, NULL, NULL);
+
+	if (ret < 0)
+		return ret;
+	return ring_buffer__consume(s->sweep_rb);
+}
+
 /* Sweep pids one by one, their links kept; those of processes no longer
- * listed are let go. */
-static int sweep_bounded(struct sampler *s, const pid_t *pids, int n,
-			 sampler_thread_fn fn, void *ctx)
+ * listed are let go.  A link visits the leader alone, whose program
+ * walks its threads. */
+static int sweep_bounded(struct sampler *s, const pid_t *pids, int n)
 {
 	struct sweep_link kept[SAMPLER_SWEEP_PIDS];
 	int i, j, nkept = 0, ret, all = 0;
@@ -803,7 +848,8 @@ static int sweep_bounded(struct sampler *s, const pid_t *pids, int n,
 			}
 		}
 		if (!kept[nkept].link)
-			kept[nkept].link = iter_link(s, pids[i]);
+			kept[nkept].link = iter_link(s->skel->progs.pysight_sweep,
+						     pids[i], true);
 		/* gone already: its exit says so */
 		if (kept[nkept].link)
 			nkept++;
@@ -813,7 +859,7 @@ static int sweep_bounded(struct sampler *s, const pid_t *pids, int n,
 	memcpy(s->bounded, kept, nkept * sizeof(kept[0]));
 	s->nbounded = nkept;
 	for (i = 0; i < nkept; i++) {
-		ret = read_threads(s, s->bounded[i].link, fn, ctx);
+		ret = sweep_pass(s, s->bounded[i].link);
 		if (ret < 0)
 			return ret;
 		all += ret;
@@ -821,28 +867,35 @@ static int sweep_bounded(struct sampler *s, const pid_t *pids, int n,
 	return all;
 }
 
-int sampler__sweep(struct sampler *s, const pid_t *pids, int n,
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 		   sampler_thread_fn fn, void *ctx)
 {
 	int ret;
 
-	if (!s)
+	if (!s || !s->sweep)
 		return -ENODEV;
-	s->skel->bss->iter_mode = ITER_LIST;
-	s->skel->bss->iter_tgid = 0;
+	s->skel->bss->iter_mode = all ? ITER_SWEEP : ITER_SWEEP_MOVED;
+	s->sweep_fn = fn;
+	s->sweep_ctx = ctx;
 	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
 	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks)
-		return sweep_bounded(s, pids, n, fn, ctx);
+		return sweep_bounded(s, pids, n);
 	/* keep the link: making one costs a BPF syscall and a file per tick */
 	if (!s->sweep_link) {
-		s->sweep_link = iter_link(s, 0);
+		s->sweep_link = iter_link(s->skel->progs.pysight_sweep, 0,
+					  false);
 		if (!s->sweep_link)
 			return -errno;
 	}
 	s->skel->bss->iter_visits = 0;
-	ret = read_threads(s, s->sweep_link, fn, ctx);
+	ret = sweep_pass(s, s->sweep_link);
 	s->host_tasks = s->skel->bss->iter_visits;
 	return ret;
+}
+
+uint64_t sampler__sweep_capped(struct sampler *s)
+{
+	return s && s->sweep ? s->skel->bss->sweep_capped : 0;
 }
 
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
@@ -897,6 +950,7 @@ void sampler__destroy(struct sampler *s)
 	}
 	free(s->cpus);
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->sweep_rb);
 	pysight_bpf__destroy(s->skel);
 	free(s);
 }

@@ -13,8 +13,15 @@
 #include "stackread.h"
 #include "symbols.h"
 
-static int find_tstate(const struct remote_mem *mem,
-		       const struct py_proc *proc, __u64 key, __u64 *out)
+typedef int (*tstate_fn)(void *ctx, __u64 key, __u64 tstate);
+
+/*
+ * fn for each thread state of the process, with its thread's key, until
+ * fn returns non-zero: that value.  0 at the end of the lists, or
+ * -status on an error.
+ */
+static int each_tstate(const struct remote_mem *mem,
+		       const struct py_proc *proc, tstate_fn fn, void *ctx)
 {
 	const struct py_offsets *off = &proc->off;
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
@@ -22,7 +29,7 @@ static int find_tstate(const struct remote_mem *mem,
 	uint64_t interp = 0, t = 0, id;
 	struct pysight_loop l;
 	bool looped = false;
-	int i, n;
+	int i, n, ret;
 
 	if (remote__mem_read64(mem, proc->runtime_addr +
 			   off->runtime_interpreters_head, &interp))
@@ -34,10 +41,9 @@ static int find_tstate(const struct remote_mem *mem,
 		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
 			if (remote__mem_read64(mem, t + id_off, &id))
 				break;
-			if (id == key) {
-				*out = t;
-				return 0;
-			}
+			ret = fn(ctx, id, t);
+			if (ret)
+				return ret;
 			if (remote__mem_read64(mem, t + off->tstate_next, &t))
 				break;
 			if (pysight_loop_seen(&l, t)) {
@@ -48,7 +54,45 @@ static int find_tstate(const struct remote_mem *mem,
 		if (remote__mem_read64(mem, interp + off->interp_next, &interp))
 			break;
 	}
-	return looped ? -ST_ERR_THREAD_LOOP : -ST_NO_TSTATE;
+	return looped ? -ST_ERR_THREAD_LOOP : 0;
+}
+
+struct finding {
+	__u64 key, tstate;
+};
+
+static int is_key(void *ctx, __u64 key, __u64 tstate)
+{
+	struct finding *f = ctx;
+
+	if (key != f->key)
+		return 0;
+	f->tstate = tstate;
+	return 1;
+}
+
+static int find_tstate(const struct remote_mem *mem,
+		       const struct py_proc *proc, __u64 key, __u64 *out)
+{
+	struct finding f = { key, 0 };
+	int ret = each_tstate(mem, proc, is_key, &f);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return -ST_NO_TSTATE;
+	*out = f.tstate;
+	return 0;
+}
+
+int stackread__tstates(pid_t pid, const struct py_proc *proc,
+		       int (*fn)(void *ctx, __u64 key, __u64 tstate),
+		       void *ctx)
+{
+	struct remote_mem live = { .pid = pid };
+	int ret = each_tstate(&live, proc, fn, ctx);
+
+	return ret < 0 ? -EFAULT : ret;
 }
 
 static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
@@ -239,7 +283,8 @@ static bool walk_again(pid_t pid, struct stackread_plan *p,
 }
 
 int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
-			      __u64 thread_key, struct stackread_plan **plan,
+			      __u64 thread_key, __u64 hint,
+			      struct stackread_plan **plan,
 			      struct stackread *out)
 {
 	struct remote_mem live = { .pid = pid };
@@ -253,6 +298,7 @@ int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
 		if (!p)
 			return walk(&live, proc, thread_key, 0, out);
 		p->log.max = REMOTE_IOV_MAX;
+		p->tstate = hint;
 		*plan = p;
 	}
 	p->log.n = 0;
