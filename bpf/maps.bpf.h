@@ -16,6 +16,10 @@ const volatile __u32 ncgroups = 0;		/* --cgroup/--container */
 /* set by user space before each run of the task iterator */
 __u32 iter_mode = 0;
 __u32 iter_tgid = 0;				/* 0: every Python process */
+/* the pass's one clock reading, 0 until its first record: read once, not
+ * a paravirtual clock read a record (9% of the sweep's time) */
+__u64 pass_now = 0;
+__u64 iter_visits = 0;				/* tasks the passes looked at */
 
 /* tgid -> interpreter facts; PENDING/IGNORED entries stop repeat work. */
 struct {

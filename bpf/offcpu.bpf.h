@@ -125,9 +125,9 @@ static __always_inline __u8 classify(struct task_struct *task,
 		return KIND_RUNQUEUE;
 	if (!regs)
 		return KIND_OTHER;
-	nr = BPF_CORE_READ(regs, orig_ax);
-	a0 = BPF_CORE_READ(regs, di);
-	a1 = BPF_CORE_READ(regs, si);
+	nr = regs->orig_ax;
+	a0 = regs->di;
+	a1 = regs->si;
 	switch (nr) {
 	case NR_nanosleep:
 	case NR_clock_nanosleep:

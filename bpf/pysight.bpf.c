@@ -76,16 +76,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	proc = python_of(task, &tgid, false, false);
 	if (!proc || (iter_tgid && tgid != iter_tgid))
 		return 0;
-	r.tgid = tgid;
-	r.tid = BPF_CORE_READ(task, pid);
-	r.ns_tid = ns_tid(task);
-	r.state = BPF_CORE_READ(task, __state);
-	r.fsbase = BPF_CORE_READ(task, thread.fsbase);
-	r.on_cpu = BPF_CORE_READ(task, on_cpu) != 0;
-	r.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	r.kind = r.on_cpu ? KIND_CPU : classify(task, proc, r.state, false);
-	BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
-	sweep_counts(task, &r);
+	thread_fill(&r, task, proc, tgid);
 	if (iter_mode == ITER_LIST) {
 		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 		return 0;
@@ -119,6 +110,24 @@ int pysight_threads(struct bpf_iter__task *ctx)
 		t->pending = 0;
 	}
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+	return 0;
+}
+
+/*
+ * The sampled sweep: the threads of each Python process whose leader the
+ * link visits (one process's link visits its leader alone), into
+ * sweep_ring.  ITER_SWEEP reports every thread, ITER_SWEEP_MOVED those
+ * that moved since.
+ */
+SEC("iter/task")
+int pysight_sweep(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (!task)
+		return 0;
+	iter_visits++;
+	sweep_process(task, iter_mode == ITER_SWEEP);
 	return 0;
 }
 

@@ -272,7 +272,9 @@ struct thread_record {
 enum iter_mode {
 	ITER_OPEN = 1,		/* open an interval for each blocked thread */
 	ITER_REPORT = 2,	/* report threads (and close their intervals) */
-	ITER_LIST = 3,		/* report threads, change nothing (dump, sweep) */
+	ITER_LIST = 3,		/* report threads, change nothing (dump) */
+	ITER_SWEEP = 4,		/* the sweep: report threads, note each */
+	ITER_SWEEP_MOVED = 5,	/* the sweep: report those that moved since */
 };
 
 struct pid_event {

@@ -256,13 +256,24 @@ static void summary(struct record *r, double secs)
 	if (log__on(LOG_DEBUG))
 		session__print_held(&st);
 	if (r->s.o.mode != MODE_CPU && st.sweeps) {
+		if (st.sweep_slowed)
+			pr_info("  the sweep slowed to stay under 1%% of a CPU: "
+				"%" PRIu64 " of %" PRIu64 " ticks waited longer "
+				"than -r asks (the longest tick took %.0f us)",
+				st.sweep_slowed, st.sweeps,
+				st.sweep_max_ns / 1e3);
+		if (st.sweep_capped)
+			pr_info("  the sweep's ring was full: %" PRIu64 " thread "
+				"reports waited for a later tick",
+				st.sweep_capped);
 		pr_info("  sampled sweep: %" PRIu64 " ticks, %.1f us each "
 			"(%.1f us of it reading stacks), %" PRIu64 " stacks read "
-			"of %" PRIu64 " thread records; time in the profile by "
-			"process (the folded file counts microseconds):",
+			"(%" PRIu64 " in one go) of %" PRIu64 " thread records; "
+			"time in the profile by process (the folded file counts "
+			"microseconds):",
 			st.sweeps, st.sweep_ns / 1e3 / st.sweeps,
 			st.sweep_read_ns / 1e3 / st.sweeps, st.sweep_reads,
-			st.sweep_records);
+			st.sweep_reads_again, st.sweep_records);
 		print_breakdown(p);
 	} else if (r->s.o.mode != MODE_CPU) {
 		pr_info("  %" PRIu64 " off-CPU intervals, %" PRIu64

@@ -110,7 +110,7 @@ static void test_copies(void)
 		{ 0, live, sizeof(live) },	/* addr 0: holds nothing */
 		{ 0x2000, b, 2 },		/* only 2 of b's bytes copied */
 	};
-	struct remote_mem mem = { getpid(), copies, 3 };
+	struct remote_mem mem = { getpid(), copies, 3, NULL };
 	struct remote_mem self = { .pid = getpid() };
 	size_t i;
 
@@ -135,8 +135,67 @@ static void test_copies(void)
 	CHECK(remote__mem_room(&self, ADDR(live)) == SIZE_MAX, "live room");
 }
 
+/*
+ * A live read with a log notes each region once; merged, regions on one
+ * page less than the gap apart are one; read all at once they give the
+ * bytes a read of each would, and a walk over them as copies needs no
+ * process.  One region in a hole fails the whole read.
+ */
+static void test_log(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct remote_log log = { .max = 8 };
+	struct remote_mem live = { .pid = getpid(), .log = &log };
+	struct remote_mem copies = { .pid = -1 };
+	uint8_t *map, buf[4096], out[8];
+	uint64_t v;
+	int i;
+
+	map = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return;
+	for (i = 0; i < 3 * page; i++)
+		map[i] = (uint8_t)(i * 7);
+	CHECK(!remote__mem_read64(&live, ADDR(map + 64), &v), "read 1");
+	CHECK(!remote__mem_read64(&live, ADDR(map + 16), &v), "read 2");
+	CHECK(!remote__mem_read64(&live, ADDR(map + 64), &v), "read 1 again");
+	CHECK(!remote__mem_read(&live, ADDR(map + page - 4), out, 4), "read 3");
+	CHECK(!remote__mem_read(&live, ADDR(map + page + 8), out, 8), "read 4");
+	CHECK(log.n == 4, "regions noted once each: %d", log.n);
+	remote_log__merge(&log, 256);
+	/* 16..24 and 64..72 merge; page-4..page is far; page+8 is the next
+	 * page, never merged across */
+	CHECK(log.n == 3 && log.regions[0].addr == ADDR(map + 16) &&
+	      log.regions[0].len == 56, "merged: %d regions, first %zu bytes",
+	      log.n, log.n ? log.regions[0].len : 0);
+	CHECK(remote__size(log.regions, log.n) == 56 + 4 + 8, "size");
+	memset(buf, 0, sizeof(buf));
+	CHECK(!remote__read_all(getpid(), log.regions, log.n, buf, sizeof(buf)),
+	      "read all");
+	copies.copies = log.regions;
+	copies.ncopies = log.n;
+	CHECK(!remote__mem_read64(&copies, ADDR(map + 64), &v) &&
+	      !memcmp(&v, map + 64, 8), "a read again from the copies");
+	CHECK(!remote__mem_read64(&copies, ADDR(map + 40), &v) &&
+	      !memcmp(&v, map + 40, 8), "inside a merged gap");
+	CHECK(remote__mem_read64(&copies, ADDR(map + 2 * page), &v) ==
+	      -EFAULT, "not read: no process behind copies");
+	CHECK(remote__read_all(getpid(), log.regions, log.n, buf, 10) ==
+	      -EFAULT, "too small a buffer");
+	for (i = 0; i < 9; i++)
+		remote__mem_read64(&live, ADDR(map + 2 * page + 512 * i), &v);
+	CHECK(log.over && log.n == 8, "the log stops at max");
+	munmap(map + 2 * page, page);
+	CHECK(remote__read_all(getpid(), log.regions, log.n, buf, sizeof(buf)) ==
+	      -EFAULT, "a region unmapped since");
+	remote_log__free(&log);
+	munmap(map, 2 * page);
+}
+
 int main(void)
 {
+	test_log();
 	test_window();
 	test_read();
 	test_short_read();

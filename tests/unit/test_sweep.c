@@ -69,7 +69,7 @@ static void record_at(struct sim *s, struct thread_record *r, __u64 t,
 /* Sweep seconds of the cycle at hz; CPU weight is the perf samples'. */
 static void run(struct sim *s, double hz, double seconds, __u64 lag)
 {
-	struct sweep *w = sweep__new(0);
+	struct sweep *w = sweep__new(0, NULL);
 	struct thread_record r;
 	struct sweep_thread *t;
 	__u64 now = 1, end = (__u64)(seconds * 1e9);
@@ -83,7 +83,7 @@ static void run(struct sim *s, double hz, double seconds, __u64 lag)
 		if (sweep__needs_stack(t, &r)) {
 			s->reads++;
 			sweep__set_stack(t, &r, r.kind == KIND_SLEEP ?
-					 SLEEP_STACK : LOCK_STACK, 0);
+					 SLEEP_STACK : LOCK_STACK);
 		}
 		sweep__account(t, &r, add, s);
 		sweep__end(w);
@@ -123,7 +123,7 @@ static void test_cycle(double hz, __u64 lag)
 /* A thread blocked all along: one stack read, all of its time. */
 static void test_blocked_all_along(void)
 {
-	struct sweep *w = sweep__new(0);
+	struct sweep *w = sweep__new(0, NULL);
 	struct thread_record r;
 	struct sweep_thread *t;
 	struct sim s = {};
@@ -138,7 +138,7 @@ static void test_blocked_all_along(void)
 		t = sweep__thread(w, &r);
 		if (sweep__needs_stack(t, &r)) {
 			s.reads++;
-			sweep__set_stack(t, &r, LOCK_STACK, 0);
+			sweep__set_stack(t, &r, LOCK_STACK);
 		}
 		sweep__account(t, &r, add, &s);
 		sweep__end(w);

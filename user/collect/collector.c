@@ -55,6 +55,10 @@ struct pynames {
 struct cproc {
 	pid_t pid;
 	struct htab64 refs;	/* BPF's stack hash -> its named pstack */
+	/* the sweep: thread key -> thread state, as the walk of the tick
+	 * tstates_tick (1-based) found them, for first reads */
+	struct htab64 tstates;
+	uint64_t tstates_tick;
 	struct provisional *provisional;
 	struct thread_ref *threads;
 	struct pynames names;
@@ -120,10 +124,13 @@ struct collector {
 	/* the sampled sweep (--offcpu=sweep): its threads, its next tick,
 	 * the mean time between ticks, and a buffer for stacks */
 	struct sweep *sweep;
-	uint64_t next_tick_ns, tick_ns;
+	uint64_t next_tick_ns, tick_ns, next_all_ns;
+	uint64_t sweep_slowed, sweep_max_ns;	/* ticks that waited longer */
+	uint64_t sweep_cost_ns;		/* a tick's CPU time, a moving mean */
 	unsigned int seed;
 	struct stackread *sweep_sr;
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
+	uint64_t sweep_reads_again;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -200,6 +207,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 static void cproc_free(struct cproc *cp)
 {
 	htab64__free(&cp->refs);
+	htab64__free(&cp->tstates);
 	HASH_FREE_ALL(cp->provisional);
 	HASH_FREE_ALL(cp->threads);
 	free(cp->names.v);
@@ -479,8 +487,10 @@ struct profile *collector__rebase(struct collector *c)
 	walk_stacks(c, NULL, moved);
 	free(moved);
 	forget_found(c);
-	if (c->sweep)
+	if (c->sweep) {
 		sweep__forget_stacks(c->sweep);
+		c->next_all_ns = 0;	/* every thread's stack, again */
+	}
 	c->prof = q;
 	return old;
 }
@@ -1026,6 +1036,10 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->sweep_read_ns = c->sweep_read_ns;
 	st->sweep_records = c->sweep_records;
 	st->sweep_reads = c->sweep_reads;
+	st->sweep_reads_again = c->sweep_reads_again;
+	st->sweep_slowed = c->sweep_slowed;
+	st->sweep_capped = sampler__sweep_capped(c->sampler);
+	st->sweep_max_ns = c->sweep_max_ns;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1132,18 +1146,45 @@ static int sweep_add(void *ctx, const void *stack, int kind, uint64_t ns)
 			    record_kind(kind), 1, ns);
 }
 
+static int note_tstate(void *ctx, __u64 key, __u64 tstate)
+{
+	return htab64__set(ctx, key, (void *)(uintptr_t)tstate) ? -1 : 0;
+}
+
+/*
+ * Where a thread's first read starts: its thread state, found by one
+ * walk of the process's thread list a tick (the first tick reads every
+ * thread's stack), or 0.
+ */
+static __u64 first_tstate(struct collector *c, struct cproc *cp,
+			  const struct pyproc *pp, __u64 key)
+{
+	if (cp->tstates_tick != c->sweeps + 1) {
+		htab64__free(&cp->tstates);
+		cp->tstates_tick = c->sweeps + 1;
+		stackread__tstates(pp->pid, &pp->proc, note_tstate,
+				   &cp->tstates);
+	}
+	return (uintptr_t)htab64__get(&cp->tstates, key);
+}
+
 /* The Python stack of an off-CPU thread, read from user space; NULL
  * when it has none (a C thread, or no frames). */
 static const struct pstack *sweep_stack(struct collector *c,
+					struct cproc *cp,
 					const struct pyproc *pp,
 					const struct thread_record *r,
-					__u64 hint)
+					struct sweep_thread *t)
 {
+	struct stackread_plan **plan = (struct stackread_plan **)sweep__data(t);
 	uint64_t t0 = clock__now_ns();
+	__u64 key = record_key(pp, r);
 
 	c->sweep_reads++;
-	stackread__thread_at(r->tgid, &pp->proc, record_key(pp, r), hint,
-			     c->sweep_sr);
+	stackread__thread_planned(r->tgid, &pp->proc, key,
+				  *plan ? 0 : first_tstate(c, cp, pp, key),
+				  plan, c->sweep_sr);
+	c->sweep_reads_again += c->sweep_sr->again;
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (!read_has_stack(c->sweep_sr))
 		return NULL;
@@ -1168,33 +1209,80 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	if (sweep__needs_stack(t, r)) {
 		const struct pstack *stack;
 
-		stack = sweep_stack(c, x.pp, r, sweep__tstate(t));
-		sweep__set_stack(t, r, stack, c->sweep_sr->tstate);
+		stack = sweep_stack(c, x.cp, x.pp, r, t);
+		sweep__set_stack(t, r, stack);
 	}
 	return sweep__account(t, r, sweep_add, &x);
 }
 
+/*
+ * Every thread is reported at least this often: the counts of threads
+ * that did not move are read, and threads not met are gone.  Ticks
+ * between report only the threads that switched or changed state.  A
+ * tick over every thread of a large process is dear (5,000 threads:
+ * about 10 ms), so such ticks wait at least SWEEP_ALL_DUTY times their
+ * CPU time: they take at most half a percent of a CPU.
+ */
+#define SWEEP_ALL_NS	1000000000ULL
+#define SWEEP_ALL_DUTY	200
+/*
+ * The sweep takes at most a hundredth of a CPU: when ticks cost t of CPU
+ * time (a moving mean, the first tick left out: it reads every stack
+ * once), the next waits at least SWEEP_DUTY * t, whatever the rate.  A
+ * process of thousands of threads, or of threads that wake so often
+ * that their stacks are read at most ticks, is swept less often, and the
+ * summary says so.
+ */
+#define SWEEP_DUTY	100
+
 /* uniform in [0.5, 1.5) times the mean tick, as the perf timers' rates
  * are drawn: a fixed tick aliases with periodic work */
-static void sweep_schedule(struct collector *c, uint64_t now)
+static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
+			   bool all)
 {
 	double u = 0.5 + (double)rand_r(&c->seed) / ((double)RAND_MAX + 1.0);
+	uint64_t wait = (uint64_t)(u * (double)c->tick_ns);
 
-	c->next_tick_ns = now + (uint64_t)(u * (double)c->tick_ns);
+	if (all) {
+		/* the first reads every stack: no measure of the others */
+		if (c->sweeps == 1)
+			cpu = 0;
+		c->next_all_ns = start + (cpu * SWEEP_ALL_DUTY > SWEEP_ALL_NS ?
+					  cpu * SWEEP_ALL_DUTY : SWEEP_ALL_NS);
+	} else {
+		c->sweep_cost_ns = c->sweep_cost_ns ?
+			(7 * c->sweep_cost_ns + cpu) / 8 : cpu;
+	}
+	if (c->sweep_cost_ns * SWEEP_DUTY > wait) {
+		wait = c->sweep_cost_ns * SWEEP_DUTY;
+		c->sweep_slowed++;
+	}
+	c->next_tick_ns = start + wait;
 }
 
-static int sweep_tick(struct collector *c)
+static int sweep_tick(struct collector *c, bool all)
 {
-	uint64_t t0 = clock__now_ns(), now;
+	uint64_t t0 = clock__now_ns(), cpu0 = clock__thread_cpu_ns(), took;
+	uint64_t capped = sampler__sweep_capped(c->sampler);
+	pid_t pids[SAMPLER_SWEEP_PIDS];
+	unsigned int n;
 	int ret;
 
-	sweep__begin(c->sweep);
-	ret = sampler__sweep(c->sampler, sweep_one, c);
-	sweep__end(c->sweep);
-	now = clock__now_ns();
+	all = all || t0 >= c->next_all_ns;
+	n = registry__pythons(c->reg, pids, SAMPLER_SWEEP_PIDS);
+	if (all)
+		sweep__begin(c->sweep);
+	ret = sampler__sweep(c->sampler, n <= SAMPLER_SWEEP_PIDS ? pids : NULL,
+			     (int)n, all, sweep_one, c);
+	/* threads the ring had no room for were not met, but are there */
+	if (all && sampler__sweep_capped(c->sampler) == capped)
+		sweep__end(c->sweep);
+	took = clock__now_ns() - t0;
 	c->sweeps++;
-	c->sweep_ns += now - t0;
-	sweep_schedule(c, now);
+	c->sweep_ns += took;
+	if (took > c->sweep_max_ns)
+		c->sweep_max_ns = took;
+	sweep_schedule(c, t0, clock__thread_cpu_ns() - cpu0, all);
 	return ret < 0 ? ret : 0;
 }
 
@@ -1206,7 +1294,7 @@ static int sweep_poll(struct collector *c, int max_ms)
 
 	for (;;) {
 		if (now >= c->next_tick_ns) {
-			n = sweep_tick(c);
+			n = sweep_tick(c, false);
 			if (n < 0)
 				return n;
 		}
@@ -1222,6 +1310,11 @@ static int sweep_poll(struct collector *c, int max_ms)
 	}
 }
 
+static void free_plan(void *plan)
+{
+	stackread_plan__free(plan);
+}
+
 /*
  * The sweep's first tick: every thread's counts now, so the next tick
  * accounts from here.  At most 1000 ticks a second: a tick of a few
@@ -1232,13 +1325,13 @@ static int sweep_start(struct collector *c)
 {
 	unsigned int hz = c->o.rate_hz < 1000 ? c->o.rate_hz : 1000;
 
-	c->sweep = sweep__new(clock__now_ns());
+	c->sweep = sweep__new(clock__now_ns(), free_plan);
 	c->sweep_sr = malloc(sizeof(*c->sweep_sr));
 	if (!c->sweep || !c->sweep_sr)
 		return -ENOMEM;
 	c->tick_ns = 1000000000ULL / (hz ? hz : 1);
 	c->seed = (unsigned int)clock__now_ns();
-	return sweep_tick(c);
+	return sweep_tick(c, true);
 }
 
 int collector__start(struct collector *c, char *err, size_t errlen)
@@ -1306,7 +1399,7 @@ int collector__finish(struct collector *c)
 	if (c->o.mode == MODE_CPU || !c->sampler)
 		return 0;
 	if (c->sweep)		/* the last tick: up to now */
-		return sweep_tick(c);
+		return sweep_tick(c, true);
 	cl.sr = malloc(sizeof(*cl.sr));
 	if (!cl.sr)
 		return -ENOMEM;

@@ -42,8 +42,14 @@ struct collector_stats {
 	uint64_t forgotten_stacks;	/* stacks BPF was asked to resend */
 	uint64_t name_reads;		/* readings of Python's thread names */
 	/* the sampled sweep: ticks, their time in all and in user-space
-	 * stack reads (ns), thread records, stack reads */
+	 * stack reads (ns), thread records, stack reads, and those read in
+	 * one go as the thread's last read planned */
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
+	uint64_t sweep_reads_again;
+	/* ticks that waited longer than the rate asked, to keep the sweep
+	 * under 1% of a CPU, and the longest tick (ns) */
+	uint64_t sweep_slowed, sweep_max_ns;
+	uint64_t sweep_capped;	/* threads left to the next tick: no room */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

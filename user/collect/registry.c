@@ -448,6 +448,22 @@ unsigned int registry__npython(const struct registry *r)
 	return r->npython;
 }
 
+unsigned int registry__pythons(const struct registry *r, pid_t *out,
+			       unsigned int max)
+{
+	const struct entry *e, *tmp;
+	unsigned int n = 0;
+
+	HASH_ITER(hh, r->map, e, tmp) {
+		if (e->p.state != PY_PROC_PYTHON || !e->counted)
+			continue;
+		if (n < max)
+			out[n] = e->p.pid;
+		n++;
+	}
+	return n;
+}
+
 const char *registry__first_error(const struct registry *r)
 {
 	return r->first_err[0] ? r->first_err : NULL;

@@ -56,6 +56,10 @@ void registry__tick(struct registry *r);
 bool registry__retrying(const struct registry *r);
 
 unsigned int registry__npython(const struct registry *r);
+/* The Python processes' pids, max of them at most into out; returns how
+ * many there are. */
+unsigned int registry__pythons(const struct registry *r, pid_t *out,
+			       unsigned int max);
 /* Entries held: pending and Python processes. */
 unsigned int registry__size(const struct registry *r);
 /* The first reason a process was refused, for the summary. */

@@ -51,6 +51,23 @@ struct code_free_probe {
 #define MAX_PROBES	64
 #define PROBES_PER_PID	2
 
+/*
+ * A sweep over one process's threads costs a link's pass, about three
+ * system calls (4 us); one over every task costs 0.3 us a task that is
+ * not wanted (the kernel's walk of the pid table, and the program's
+ * early return).  So processes are swept one by one while they are
+ * fewer than the host's tasks / SWEEP_TASKS_PER_LINK, and at most
+ * SAMPLER_SWEEP_PIDS; the host's tasks are counted again every
+ * SWEEP_RECOUNT passes.
+ */
+#define SWEEP_TASKS_PER_LINK	13
+#define SWEEP_RECOUNT		256
+
+struct sweep_link {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
 struct sampler {
 	struct code_free_probe probes[MAX_PROBES];
 	int nprobes;
@@ -65,7 +82,17 @@ struct sampler {
 	void *ctx;
 	bool fixed_period;	/* PYSIGHT_JITTER=0: for tests that show aliasing */
 	bool off_cpu;		/* the scheduler hooks are loaded */
-	struct bpf_link *sweep_link;	/* the sweep's iterator, once made */
+	/* the sweep's iterators, kept from tick to tick: one over every
+	 * task, and one per process while few are wanted */
+	bool sweep;		/* the sampled sweep is loaded */
+	struct ring_buffer *sweep_rb;
+	sampler_thread_fn sweep_fn;
+	void *sweep_ctx;
+	struct bpf_link *sweep_link;
+	struct sweep_link bounded[SAMPLER_SWEEP_PIDS];
+	int nbounded;
+	__u64 host_tasks;	/* tasks the last pass over all of them saw */
+	unsigned int passes;
 	/* overload (sampler__adapt): the share of the rate sampled, and
 	 * what the counters said at the last look */
 	bool cpu_mode;		/* only there is the rate what fills the ring */
@@ -94,6 +121,16 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt,
 	if (probing || !log__on(LOG_DEBUG))
 		return 0;
 	return vfprintf(stderr, fmt, args);
+}
+
+/* A thread record of the sweep's ring. */
+static int on_sweep(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size < sizeof(struct thread_record) || !s->sweep_fn)
+		return 0;
+	return s->sweep_fn(s->sweep_ctx, data);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -238,6 +275,12 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);
 	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
+	s->sweep = opts->sweep && opts->mode != PYSIGHT_MODE_CPU;
+	bpf_program__set_autoload(s->skel->progs.pysight_sweep, s->sweep);
+	bpf_program__set_autoattach(s->skel->progs.pysight_sweep, false);
+	if (!s->sweep)
+		bpf_map__set_max_entries(s->skel->maps.sweep_ring,
+					 sysconf(_SC_PAGESIZE));
 	if (!opts->kernel_stacks)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	ring_size(s);
@@ -267,6 +310,17 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		snprintf(err, errlen, "failed to create ring buffer: %s",
 			 strerror(-ret));
 		goto fail;
+	}
+	if (s->sweep) {
+		s->sweep_rb = ring_buffer__new(
+			bpf_map__fd(s->skel->maps.sweep_ring), on_sweep, s, NULL);
+		if (!s->sweep_rb) {
+			ret = -errno;
+			snprintf(err, errlen,
+				 "failed to create ring buffer: %s",
+				 strerror(-ret));
+			goto fail;
+		}
 	}
 	*out = s;
 	return 0;
@@ -705,8 +759,26 @@ static unsigned int map_entries(const struct bpf_map *map)
 	return n;
 }
 
+/* prog as a task iterator over every task (pid 0), the threads of
+ * process pid, or (tid) the task pid alone. */
+static struct bpf_link *iter_link(struct bpf_program *prog, pid_t pid,
+				  bool tid)
+{
+	union bpf_iter_link_info info;
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &info,
+		    .link_info_len = sizeof(info));
+
+	memset(&info, 0, sizeof(info));
+	if (tid)
+		info.task.tid = pid;
+	else
+		info.task.pid = pid;
+	return bpf_program__attach_iter(prog, pid ? &o : NULL);
+}
+
 /* One run of the iterator behind link: fn for each record. */
-static int read_threads(struct bpf_link *link, sampler_thread_fn fn, void *ctx)
+static int read_threads(struct sampler *s, struct bpf_link *link,
+			sampler_thread_fn fn, void *ctx)
 {
 	struct thread_record r[64];
 	int fd, i, n = 0, ret = 0;
@@ -715,6 +787,7 @@ static int read_threads(struct bpf_link *link, sampler_thread_fn fn, void *ctx)
 	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
+	s->skel->bss->pass_now = 0;
 	while (!ret && (got = read(fd, r, sizeof(r))) >= (ssize_t)sizeof(r[0])) {
 		for (i = 0; i < got / (ssize_t)sizeof(r[0]); i++) {
 			n++;
@@ -737,29 +810,92 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 	if (!s)
 		return -ENODEV;
 	s->skel->bss->iter_mode = mode;
-	s->skel->bss->iter_tgid = tgid;
-	link = bpf_program__attach_iter(s->skel->progs.pysight_threads, NULL);
+	s->skel->bss->iter_tgid = 0;
+	link = iter_link(s->skel->progs.pysight_threads, tgid, false);
 	if (!link)
 		return -errno;
-	ret = read_threads(link, fn, ctx);
+	ret = read_threads(s, link, fn, ctx);
 	bpf_link__destroy(link);
 	return ret;
 }
 
-int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx)
+/* One pass of the sweep behind link: its records, from the ring. */
+static int sweep_pass(struct sampler *s, struct bpf_link *link)
 {
-	if (!s)
+	int ret = read_threads(s, link, NULL, NULL);
+
+	if (ret < 0)
+		return ret;
+	return ring_buffer__consume(s->sweep_rb);
+}
+
+/* Sweep pids one by one, their links kept; those of processes no longer
+ * listed are let go.  A link visits the leader alone, whose program
+ * walks its threads. */
+static int sweep_bounded(struct sampler *s, const pid_t *pids, int n)
+{
+	struct sweep_link kept[SAMPLER_SWEEP_PIDS];
+	int i, j, nkept = 0, ret, all = 0;
+
+	for (i = 0; i < n; i++) {
+		kept[nkept].pid = pids[i];
+		kept[nkept].link = NULL;
+		for (j = 0; j < s->nbounded; j++) {
+			if (s->bounded[j].pid == pids[i]) {
+				kept[nkept].link = s->bounded[j].link;
+				s->bounded[j].link = NULL;
+				break;
+			}
+		}
+		if (!kept[nkept].link)
+			kept[nkept].link = iter_link(s->skel->progs.pysight_sweep,
+						     pids[i], true);
+		/* gone already: its exit says so */
+		if (kept[nkept].link)
+			nkept++;
+	}
+	for (j = 0; j < s->nbounded; j++)
+		bpf_link__destroy(s->bounded[j].link);
+	memcpy(s->bounded, kept, nkept * sizeof(kept[0]));
+	s->nbounded = nkept;
+	for (i = 0; i < nkept; i++) {
+		ret = sweep_pass(s, s->bounded[i].link);
+		if (ret < 0)
+			return ret;
+		all += ret;
+	}
+	return all;
+}
+
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
+		   sampler_thread_fn fn, void *ctx)
+{
+	int ret;
+
+	if (!s || !s->sweep)
 		return -ENODEV;
-	s->skel->bss->iter_mode = ITER_LIST;
-	s->skel->bss->iter_tgid = 0;
+	s->skel->bss->iter_mode = all ? ITER_SWEEP : ITER_SWEEP_MOVED;
+	s->sweep_fn = fn;
+	s->sweep_ctx = ctx;
+	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
+	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks)
+		return sweep_bounded(s, pids, n);
 	/* keep the link: making one costs a BPF syscall and a file per tick */
 	if (!s->sweep_link) {
-		s->sweep_link = bpf_program__attach_iter(
-			s->skel->progs.pysight_threads, NULL);
+		s->sweep_link = iter_link(s->skel->progs.pysight_sweep, 0,
+					  false);
 		if (!s->sweep_link)
 			return -errno;
 	}
-	return read_threads(s->sweep_link, fn, ctx);
+	s->skel->bss->iter_visits = 0;
+	ret = sweep_pass(s, s->sweep_link);
+	s->host_tasks = s->skel->bss->iter_visits;
+	return ret;
+}
+
+uint64_t sampler__sweep_capped(struct sampler *s)
+{
+	return s && s->sweep ? s->skel->bss->sweep_capped : 0;
 }
 
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
@@ -803,6 +939,8 @@ void sampler__destroy(struct sampler *s)
 	if (!s)
 		return;
 	bpf_link__destroy(s->sweep_link);
+	for (cpu = 0; cpu < s->nbounded; cpu++)
+		bpf_link__destroy(s->bounded[cpu].link);
 	for (cpu = 0; cpu < s->nprobes; cpu++)
 		bpf_link__destroy(s->probes[cpu].link);
 	for (cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {
@@ -812,6 +950,7 @@ void sampler__destroy(struct sampler *s)
 	}
 	free(s->cpus);
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->sweep_rb);
 	pysight_bpf__destroy(s->skel);
 	free(s);
 }

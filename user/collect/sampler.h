@@ -70,10 +70,18 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 		     sampler_thread_fn fn, void *ctx);
 /*
  * One tick of the sampled sweep: fn for every thread of the wanted Python
- * processes, with the scheduler's counts, changing nothing.  The same
- * iterator as ITER_LIST, its link kept from one tick to the next.
+ * processes (all), or for those that switched or changed state since
+ * they were last reported, with the scheduler's counts.  The same
+ * iterator as ITER_LIST, its links kept from one tick to the next.
+ * pids: the n Python processes known (NULL: more than
+ * SAMPLER_SWEEP_PIDS), swept one by one while that is cheaper than a
+ * pass over every task.
  */
-int sampler__sweep(struct sampler *s, sampler_thread_fn fn, void *ctx);
+#define SAMPLER_SWEEP_PIDS	16
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
+		   sampler_thread_fn fn, void *ctx);
+/* Threads the sweep's ring had no room for (they wait a tick), so far. */
+uint64_t sampler__sweep_capped(struct sampler *s);
 /* A kernel stack taken for --kernel-stacks: addresses, leaf first. */
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max);
 /* The ktime clock of BPF events, now. */

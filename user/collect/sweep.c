@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <uthash.h>
 
-#include "hashfree.h"
 #include "sweep.h"
 
 /* What a tick saw of a thread. */
@@ -32,7 +31,7 @@ struct sweep_thread {
 	const void *stack;	/* the last stack read (NULL: none there), */
 	__u64 stack_switches;	/* at this switch count */
 	bool read;		/* stack was read */
-	__u64 tstate;		/* from this thread state, 0: none */
+	void *data;		/* the collector's */
 	/* blocked time not given yet: between two ticks that saw no block,
 	 * or less than none (see sweep__account) */
 	__s64 carry_blocked;
@@ -42,23 +41,37 @@ struct sweep_thread {
 
 struct sweep {
 	__u64 since_ns;
+	void (*free_data)(void *);
 	struct sweep_thread *threads;
 };
 
-struct sweep *sweep__new(uint64_t since_ns)
+struct sweep *sweep__new(uint64_t since_ns, void (*free_data)(void *))
 {
 	struct sweep *w = calloc(1, sizeof(*w));
 
-	if (w)
+	if (w) {
 		w->since_ns = since_ns;
+		w->free_data = free_data;
+	}
 	return w;
+}
+
+static void forget(struct sweep *w, struct sweep_thread *t)
+{
+	HASH_DEL(w->threads, t);
+	if (w->free_data)
+		w->free_data(t->data);
+	free(t);
 }
 
 void sweep__free(struct sweep *w)
 {
+	struct sweep_thread *t, *tmp;
+
 	if (!w)
 		return;
-	HASH_FREE_ALL(w->threads);
+	HASH_ITER(hh, w->threads, t, tmp)
+		forget(w, t);
 	free(w);
 }
 
@@ -102,15 +115,14 @@ bool sweep__needs_stack(const struct sweep_thread *t,
 	return !r->on_cpu && (!t->read || t->stack_switches != r->switches);
 }
 
-__u64 sweep__tstate(const struct sweep_thread *t)
+void **sweep__data(struct sweep_thread *t)
 {
-	return t->tstate;
+	return &t->data;
 }
 
 void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
-		      const void *stack, __u64 tstate)
+		      const void *stack)
 {
-	t->tstate = tstate;
 	t->stack = stack;
 	t->stack_switches = r->switches;
 	t->read = true;
@@ -226,10 +238,8 @@ void sweep__end(struct sweep *w)
 	struct sweep_thread *t, *tmp;
 
 	HASH_ITER(hh, w->threads, t, tmp) {
-		if (t->met)
-			continue;
-		HASH_DEL(w->threads, t);
-		free(t);
+		if (!t->met)
+			forget(w, t);
 	}
 }
 

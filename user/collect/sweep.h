@@ -17,8 +17,9 @@ struct sweep;
 struct sweep_thread;
 
 /* since_ns: when the recording started (ktime); a thread started later
- * is accounted from its own start. */
-struct sweep *sweep__new(uint64_t since_ns);
+ * is accounted from its own start.  free_data frees what the collector
+ * keeps with a thread (sweep__data), when the thread is forgotten. */
+struct sweep *sweep__new(uint64_t since_ns, void (*free_data)(void *));
 void sweep__free(struct sweep *w);
 
 /* A tick begins: threads not met again by sweep__end() are gone. */
@@ -33,12 +34,11 @@ struct sweep_thread *sweep__thread(struct sweep *w,
  */
 bool sweep__needs_stack(const struct sweep_thread *t,
 			const struct thread_record *r);
-/* The stack read for r (an opaque pointer the collector names), and the
- * thread state it was read from (0: none). */
+/* The stack read for r (an opaque pointer the collector names). */
 void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
-		      const void *stack, __u64 tstate);
-/* The thread state its last stack was read from, 0: none. */
-__u64 sweep__tstate(const struct sweep_thread *t);
+		      const void *stack);
+/* What the collector keeps with the thread (how to read its stack). */
+void **sweep__data(struct sweep_thread *t);
 
 /* Where weight goes: a stack, a cause (enum sample_kind), nanoseconds. */
 typedef int (*sweep_add_fn)(void *ctx, const void *stack, int kind,

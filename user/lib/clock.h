@@ -28,4 +28,13 @@ static inline uint64_t clock__wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPU time this thread has used, kernel time included. */
+static inline uint64_t clock__thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 #endif /* __PYSIGHT_CLOCK_H */

@@ -6,14 +6,22 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "remote.h"
 #include "stackread.h"
 #include "symbols.h"
 
-static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
-		       __u64 *out)
+typedef int (*tstate_fn)(void *ctx, __u64 key, __u64 tstate);
+
+/*
+ * fn for each thread state of the process, with its thread's key, until
+ * fn returns non-zero: that value.  0 at the end of the lists, or
+ * -status on an error.
+ */
+static int each_tstate(const struct remote_mem *mem,
+		       const struct py_proc *proc, tstate_fn fn, void *ctx)
 {
 	const struct py_offsets *off = &proc->off;
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
@@ -21,33 +29,70 @@ static int find_tstate(pid_t pid, const struct py_proc *proc, __u64 key,
 	uint64_t interp = 0, t = 0, id;
 	struct pysight_loop l;
 	bool looped = false;
-	int i, n;
+	int i, n, ret;
 
-	if (remote__read64(pid, proc->runtime_addr +
+	if (remote__mem_read64(mem, proc->runtime_addr +
 			   off->runtime_interpreters_head, &interp))
 		return -ST_ERR_READ_RUNTIME;
 	for (i = 0; i < PYSIGHT_MAX_INTERPS && interp; i++) {
-		if (remote__read64(pid, interp + off->interp_threads_head, &t))
+		if (remote__mem_read64(mem, interp + off->interp_threads_head, &t))
 			return -ST_ERR_READ_RUNTIME;
 		pysight_loop_start(&l, t);
 		for (n = 0; n < PYSIGHT_MAX_THREADS && t; n++) {
-			if (remote__read64(pid, t + id_off, &id))
+			if (remote__mem_read64(mem, t + id_off, &id))
 				break;
-			if (id == key) {
-				*out = t;
-				return 0;
-			}
-			if (remote__read64(pid, t + off->tstate_next, &t))
+			ret = fn(ctx, id, t);
+			if (ret)
+				return ret;
+			if (remote__mem_read64(mem, t + off->tstate_next, &t))
 				break;
 			if (pysight_loop_seen(&l, t)) {
 				looped = true;
 				break;
 			}
 		}
-		if (remote__read64(pid, interp + off->interp_next, &interp))
+		if (remote__mem_read64(mem, interp + off->interp_next, &interp))
 			break;
 	}
-	return looped ? -ST_ERR_THREAD_LOOP : -ST_NO_TSTATE;
+	return looped ? -ST_ERR_THREAD_LOOP : 0;
+}
+
+struct finding {
+	__u64 key, tstate;
+};
+
+static int is_key(void *ctx, __u64 key, __u64 tstate)
+{
+	struct finding *f = ctx;
+
+	if (key != f->key)
+		return 0;
+	f->tstate = tstate;
+	return 1;
+}
+
+static int find_tstate(const struct remote_mem *mem,
+		       const struct py_proc *proc, __u64 key, __u64 *out)
+{
+	struct finding f = { key, 0 };
+	int ret = each_tstate(mem, proc, is_key, &f);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return -ST_NO_TSTATE;
+	*out = f.tstate;
+	return 0;
+}
+
+int stackread__tstates(pid_t pid, const struct py_proc *proc,
+		       int (*fn)(void *ctx, __u64 key, __u64 tstate),
+		       void *ctx)
+{
+	struct remote_mem live = { .pid = pid };
+	int ret = each_tstate(&live, proc, fn, ctx);
+
+	return ret < 0 ? -EFAULT : ret;
 }
 
 static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
@@ -66,8 +111,9 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
  * in BPF, a frame whose caller was passed before ends the walk unkept, so
  * dump and the sampler stop a looping chain at the same frame.
  */
-static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
-		      struct pysight_loop *l, struct stackread *out)
+static int read_frame(const struct remote_mem *mem, const struct py_proc *proc,
+		      uint64_t *frame, struct pysight_loop *l,
+		      struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
 	__u8 win[PYSIGHT_FRAME_WINDOW];
@@ -77,7 +123,7 @@ static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
 
 	/* the frame's fields, not the window: the frame may end a chunk */
 	memset(win, 0, sizeof(win));
-	if (remote__read(pid, *frame, win, off->frame_read_len ?
+	if (remote__mem_read(mem, *frame, win, off->frame_read_len ?
 			 off->frame_read_len : sizeof(win)))
 		return -ST_ERR_READ_FRAME;
 	code = remote__u64(win, sizeof(win), off->frame_code) &
@@ -90,7 +136,7 @@ static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
 	if (off->owner_cstack && off->frame_owner < PYSIGHT_FRAME_WINDOW &&
 	    win[off->frame_owner] >= off->owner_cstack)
 		return 1;
-	err = symbols__code_check(pid, proc, code, &check);
+	err = symbols__code_check_mem(mem, proc, code, &check);
 	if (err && off->frame_model == PY_FRAMES_DIRECT)
 		return 1;	/* 3.13+: f_executable may be None */
 	if (err)
@@ -111,25 +157,25 @@ static int read_frame(pid_t pid, const struct py_proc *proc, uint64_t *frame,
  * predecessor points to it, or the main interpreter's list starts at it.
  * As the BPF cache checks (tstate.bpf.h).
  */
-static bool still_tstate(pid_t pid, const struct py_proc *proc, __u64 t,
-			 __u64 key)
+static bool still_tstate(const struct remote_mem *mem,
+			 const struct py_proc *proc, __u64 t, __u64 key)
 {
 	const struct py_offsets *off = &proc->off;
 	__u16 id_off = off->match == PY_MATCH_PTHREAD ?
 			       off->tstate_thread_id : off->tstate_native_thread_id;
 	uint64_t id, prev, next, interp;
 
-	if (remote__read64(pid, t + id_off, &id) || id != key ||
-	    remote__read64(pid, t + off->tstate_prev, &prev))
+	if (remote__mem_read64(mem, t + id_off, &id) || id != key ||
+	    remote__mem_read64(mem, t + off->tstate_prev, &prev))
 		return false;
 	if (prev)
-		return !remote__read64(pid, prev + off->tstate_next, &next) &&
+		return !remote__mem_read64(mem, prev + off->tstate_next, &next) &&
 		       next == t;
-	return !remote__read64(pid, proc->runtime_addr +
+	return !remote__mem_read64(mem, proc->runtime_addr +
 					    off->runtime_interpreters_head,
 			       &interp) &&
 	       interp &&
-	       !remote__read64(pid, interp + off->interp_threads_head, &next) &&
+	       !remote__mem_read64(mem, interp + off->interp_threads_head, &next) &&
 	       next == t;
 }
 
@@ -139,8 +185,9 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 	return stackread__thread_at(pid, proc, thread_key, 0, out);
 }
 
-int stackread__thread_at(pid_t pid, const struct py_proc *proc,
-			 __u64 thread_key, __u64 hint, struct stackread *out)
+/* The walk, over mem: a live process, or copies of what it read before. */
+static int walk(const struct remote_mem *mem, const struct py_proc *proc,
+		__u64 thread_key, __u64 hint, struct stackread *out)
 {
 	const struct py_offsets *off = &proc->off;
 	uint64_t frame = 0;
@@ -149,26 +196,122 @@ int stackread__thread_at(pid_t pid, const struct py_proc *proc,
 
 	out->n = 0;
 	out->tstate = 0;
+	out->again = false;
 	ret = 0;
-	if (hint && still_tstate(pid, proc, hint, thread_key))
+	if (hint && still_tstate(mem, proc, hint, thread_key))
 		out->tstate = hint;
 	else
-		ret = find_tstate(pid, proc, thread_key, &out->tstate);
+		ret = find_tstate(mem, proc, thread_key, &out->tstate);
 	if (!ret &&
-	    remote__read64(pid, out->tstate + off->tstate_frame, &frame))
+	    remote__mem_read64(mem, out->tstate + off->tstate_frame, &frame))
 		ret = -ST_ERR_READ_FRAME;
 	if (!ret && off->frame_model == PY_FRAMES_CFRAME && frame &&
-	    remote__read64(pid, frame + off->cframe_current_frame, &frame))
+	    remote__mem_read64(mem, frame + off->cframe_current_frame, &frame))
 		ret = -ST_ERR_READ_FRAME;
 	if (ret)
 		return out->status = -ret;
 	pysight_loop_start(&l, frame);
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
-		ret = read_frame(pid, proc, &frame, &l, out);
+		ret = read_frame(mem, proc, &frame, &l, out);
 	out->status = ret < 0 ? -ret : ST_COMPLETE;
 	if (out->status == ST_COMPLETE && !out->n)
 		out->status = ST_IDLE;
+	return out->status;
+}
+
+int stackread__thread_at(pid_t pid, const struct py_proc *proc,
+			 __u64 thread_key, __u64 hint, struct stackread *out)
+{
+	struct remote_mem live = { .pid = pid };
+
+	return walk(&live, proc, thread_key, hint, out);
+}
+
+/*
+ * Regions this close are read as one: each costs the kernel a page
+ * lookup and pin, and a frame's fields, its neighbours on the data stack
+ * and a code object's parts often share a page.
+ */
+#define PLAN_GAP	256
+
+/* What a thread's last read read, and the thread state it found. */
+struct stackread_plan {
+	__u64 tstate;
+	struct remote_log log;
+	void *buf;
+	size_t size;
+};
+
+void stackread_plan__free(struct stackread_plan *p)
+{
+	if (!p)
+		return;
+	remote_log__free(&p->log);
+	free(p->buf);
+	free(p);
+}
+
+/*
+ * The plan's regions read again at once, and walked: true when that gave
+ * the stack as a live read would (every read the walk made was one of
+ * them), false when the stack moved.
+ */
+static bool walk_again(pid_t pid, struct stackread_plan *p,
+		       const struct py_proc *proc, __u64 thread_key,
+		       struct stackread *out)
+{
+	struct remote_mem copies = { .pid = pid, .copies = p->log.regions,
+				     .ncopies = p->log.n };
+	size_t size = remote__size(p->log.regions, p->log.n);
+	void *buf;
+
+	if (!p->log.n || p->log.over)
+		return false;
+	if (size > p->size) {
+		buf = realloc(p->buf, size);
+		if (!buf)
+			return false;
+		p->buf = buf;
+		p->size = size;
+	}
+	if (remote__read_all(pid, p->log.regions, p->log.n, p->buf, p->size))
+		return false;
+	walk(&copies, proc, thread_key, p->tstate, out);
+	return out->status == ST_COMPLETE || out->status == ST_IDLE ||
+	       out->status == ST_TRUNCATED;
+}
+
+int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
+			      __u64 thread_key, __u64 hint,
+			      struct stackread_plan **plan,
+			      struct stackread *out)
+{
+	struct remote_mem live = { .pid = pid };
+	struct stackread_plan *p = *plan;
+
+	out->again = p && walk_again(pid, p, proc, thread_key, out);
+	if (out->again)
+		return out->status;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return walk(&live, proc, thread_key, 0, out);
+		p->log.max = REMOTE_IOV_MAX;
+		p->tstate = hint;
+		*plan = p;
+	}
+	p->log.n = 0;
+	p->log.over = false;
+	live.log = &p->log;
+	walk(&live, proc, thread_key, p->tstate, out);
+	/* a read that had to walk the thread list to find its state read
+	 * a region per thread before it: the next read, from the state
+	 * found, plans what is worth reading again */
+	if (!p->tstate || out->tstate != p->tstate)
+		p->log.n = 0;
+	remote_log__merge(&p->log, PLAN_GAP);
+	p->tstate = out->tstate;
 	return out->status;
 }
 

@@ -301,13 +301,21 @@ static int read_code_check(const struct remote_mem *mem,
 	return 0;
 }
 
+int symbols__code_check_mem(const struct remote_mem *mem,
+			    const struct py_proc *proc, uint64_t code,
+			    uint32_t *check)
+{
+	uint8_t win[PYSIGHT_CODE_WINDOW];
+
+	return read_code_check(mem, proc, code, win, check);
+}
+
 int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
 			uint32_t *check)
 {
 	struct remote_mem live = { .pid = pid };
-	uint8_t win[PYSIGHT_CODE_WINDOW];
 
-	return read_code_check(&live, proc, code, win, check);
+	return symbols__code_check_mem(&live, proc, code, check);
 }
 
 /* The code object's window, checked against what BPF saw. */

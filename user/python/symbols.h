@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "pysight.h"
+#include "remote.h"
 
 struct pysym {
 	char *qualname;
@@ -48,6 +49,10 @@ int symbols__read_bytes(pid_t pid, const struct py_proc *proc, uint64_t addr,
 /* The identity check of a live code object, as BPF computes it (the
  * frames read from user space need it too): 0, -EFAULT, -ESTALE. */
 int symbols__code_check(pid_t pid, const struct py_proc *proc, uint64_t code,
+			uint32_t *check);
+/* The same, of the code object in mem. */
+int symbols__code_check_mem(const struct remote_mem *mem,
+			    const struct py_proc *proc, uint64_t code,
 			uint32_t *check);
 
 /*

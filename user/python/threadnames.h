@@ -9,7 +9,7 @@
 #include "pysight.h"
 
 #define THREADNAME_LEN	64	/* bytes kept of a name, with its NUL */
-#define THREADNAMES_MAX	4096	/* threads read of one process */
+#define THREADNAMES_MAX	PYSIGHT_MAX_THREADS	/* threads read of one process */
 
 struct threadname {
 	pid_t ns_tid;		/* Thread.native_id: its own namespace's tid */
