@@ -17,6 +17,11 @@ const volatile __u32 ncgroups = 0;		/* --cgroup/--container */
 __u32 iter_mode = 0;
 __u32 iter_tgid = 0;				/* 0: every Python process */
 
+/* Code objects freed in processes whose deallocs a uprobe reports: a
+ * stack kept to be reused names code by address, and an address freed
+ * since may hold another object (see same_stack()). */
+__u64 code_frees = 0;
+
 /* tgid -> interpreter facts; PENDING/IGNORED entries stop repeat work. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -134,6 +139,8 @@ struct frame_ctx {
 	__u64 epoch;		/* the process's start time */
 	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
 	__u64 hash;
+	__u64 raw;		/* the frames' code and instruction fields */
+	__u64 leaf;		/* the first frame */
 	__u64 code_type;
 	__u64 tag_mask;
 	struct pysight_loop loop;	/* a frame passed earlier */
@@ -144,6 +151,7 @@ struct frame_ctx {
 	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
+	__u8 raw_only;		/* hash the frames' fields, check nothing */
 	__u32 tgid;
 };
 
