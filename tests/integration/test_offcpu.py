@@ -285,7 +285,7 @@ def test_last_stack_named_after_exit(interp, batch, procs, staging, workdir):
     assert 0.297 <= us / 1e6 <= 0.33, prof.top()
     named = [(fr.name, os.path.basename(fr.file or ""), fr.line) for fr in frames
              if not fr.pseudo]
-    assert named == [("<module>", "last_sleep.py", 17), ("last_wait", "last_sleep.py", 14)], (
+    assert named == [("<module>", "last_sleep.py", 23), ("last_wait", "last_sleep.py", 13)], (
         "%s\n%s" % (prof.top(), run.stderr[-600:]))
 
 
