@@ -9,22 +9,28 @@
  * another is still paired (per-CPU state loses those: OpenTelemetry's
  * profiler, their issue #1348).
  */
+/* A stack a walk took as the thread left the CPU, and where it was read,
+ * to tell it is still the same one (same_stack()). */
+struct kept_stack {
+	__u64 hash;		/* 0: none */
+	__u64 tstate, leaf, raw, code_gen;
+	__u16 nframes;
+	__u8 status;		/* the walk's enum sample_status */
+	__u8 pad[5];
+};
+
 struct thread_state {
 	__u64 off_since;	/* ktime it left the CPU, 0: on it */
 	__u64 ran_at_off;	/* its CPU time when it left */
-	__u64 stack_hash;	/* the stack it left with, 0: none */
 	__u64 pending;		/* weight of an ended interval that began
 				 * with no stack taken, 0: none */
-	/* where that stack was read, to tell it is still the same one
-	 * (same_stack()) */
-	__u64 tstate, leaf, raw, code_gen;
+	struct kept_stack cur;	/* the stack it left with */
+	struct kept_stack alt;	/* the one before that was another */
 	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
-	__u16 nframes;
-	__u8 status;		/* the walk's enum sample_status */
 	__u8 walked;		/* a walk began its interval, even one that
 				 * found no Python stack */
 	__u8 kind, pending_kind;	/* why: enum sample_kind */
-	__u8 pad[2];
+	__u8 pad[5];
 };
 
 struct {
@@ -185,12 +191,12 @@ static __always_inline void emit_interval(struct task_struct *task,
 			  BPF_CORE_READ(task, pid));
 	if (!e)
 		return;
-	e->stack_hash = t->stack_hash;
+	e->stack_hash = t->cur.hash;
 	e->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 	e->weight = weight;
-	e->status = t->status;
+	e->status = t->cur.status;
 	e->kstack = kstack;
-	e->nframes = t->nframes;
+	e->nframes = t->cur.nframes;
 	e->has_frames = 0;
 	e->kind = kind;
 	e->pad = 0;
@@ -208,7 +214,7 @@ static __always_inline void emit_interval(struct task_struct *task,
 static __always_inline void end_interval(struct task_struct *task,
 					 struct thread_state *t, __u64 weight)
 {
-	if (t->stack_hash) {
+	if (t->cur.hash) {
 		emit_interval(task, t, t->kind, weight, t->kstack);
 		return;
 	}
@@ -238,49 +244,68 @@ static __always_inline void close_unseen(struct task_struct *task,
 		end_interval(task, t, off - ran_since);
 }
 
-/*
- * Is the stack the thread's last walk took still its stack, frame for
- * frame?  Checking only the top frames is not enough: a function that
- * returns and is called again from another line of its caller pushes
- * its frame at the same address (3.11+: the same slot of the data stack;
- * up to 3.10, the code object's zombie frame) with the same code and
- * instruction, while the caller's line has changed, and so can any
- * caller's below it.  So this reads every frame's code and instruction
- * fields, as the walk does, and compares their hash: what it saves is
- * finding and checking the thread state, each code object's identity,
- * keeping the frames and sending them.  A code address stands for the
- * same object only while none was freed (code_frees, counted by the
- * dealloc uprobe, so only processes that have it).  The thread state
- * is not checked again: a thread's state is deleted after its frames
- * are popped, so a stale one has no first frame to match.
- */
-static __always_inline bool same_stack(struct sample_buf *b,
-				       const struct py_proc *proc,
-				       struct task_struct *task,
-				       const struct thread_state *t,
-				       __u32 tgid)
+/* Can k be reused, if its frames match? */
+static __always_inline bool reusable(const struct kept_stack *k)
 {
-	__u64 frame = 0;
+	return k->hash && k->status == ST_COMPLETE &&
+	       k->code_gen == *(volatile __u64 *)&code_frees &&
+	       /* user space forgot it (its frames could not all be
+		* named): walk, so they are sent again */
+	       bpf_map_lookup_elem(&stacks_seen, &k->hash);
+}
 
-	if (!t->stack_hash || t->status != ST_COMPLETE ||
-	    !(proc->flags & PY_PROC_F_CODE_CACHE) ||
-	    t->code_gen != *(volatile __u64 *)&code_frees)
-		return false;
-	/* user space forgot it (its frames could not all be named):
-	 * walk, so they are sent again */
-	if (!bpf_map_lookup_elem(&stacks_seen, &t->stack_hash))
-		return false;
-	if (first_frame(proc, t->tstate, &frame) || frame != t->leaf)
-		return false;
-	walk_stack(b, proc, task, tgid, t->tstate, frame, true);
-	return b->fc.status == ST_COMPLETE && b->fc.raw == t->raw;
+/*
+ * Is the thread's stack, frame for frame, one of the two its last walks
+ * took (the last, or the other one before it: a thread often leaves in
+ * turn at a condition wait and at a GIL wait)?  Checking only the top
+ * frames is not enough: a function that returns and is called again
+ * from another line of its caller pushes its frame at the same address
+ * (3.11+: the same slot of the data stack; up to 3.10, the code object's
+ * zombie frame) with the same code and instruction, while the caller's
+ * line has changed, and so can any caller's below it.  So this reads
+ * every frame's code and instruction fields, as the walk does, and
+ * compares their hash: what it saves is finding and checking the thread
+ * state, each code object's identity, keeping the frames and sending
+ * them.  A code address stands for the same object only while none was
+ * freed (code_frees, counted by the dealloc uprobe, so only processes
+ * that have it).  The thread state is not checked again: a thread's
+ * state is deleted after its frames are popped, so a stale one has no
+ * first frame to match.  Returns 0 for cur, 1 for alt, -1 for neither.
+ */
+static __always_inline int same_stack(struct sample_buf *b,
+				      const struct py_proc *proc,
+				      struct task_struct *task,
+				      const struct thread_state *t, __u32 tgid)
+{
+	bool cur = false, alt = false;
+	__u64 frame = 0, tstate;
+
+	if (!(proc->flags & PY_PROC_F_CODE_CACHE))
+		return -1;
+	tstate = t->cur.hash ? t->cur.tstate : t->alt.tstate;
+	if (first_frame(proc, tstate, &frame) || !frame)
+		return -1;
+	cur = t->cur.leaf == frame && t->cur.tstate == tstate &&
+	      reusable(&t->cur);
+	alt = t->alt.leaf == frame && t->alt.tstate == tstate &&
+	      reusable(&t->alt);
+	if (!cur && !alt)
+		return -1;
+	walk_stack(b, proc, task, tgid, tstate, frame, true);
+	if (b->fc.status != ST_COMPLETE)
+		return -1;
+	if (cur && b->fc.raw == t->cur.raw)
+		return 0;
+	if (alt && b->fc.raw == t->alt.raw)
+		return 1;
+	return -1;
 }
 
 /*
  * The stack of the interval that begins as the thread leaves the CPU,
  * taken while it is still current, so its memory is readable: reused
- * when it has not changed since the last one, else walked, and its
- * frames sent to user space if it has not had them.  The interval's
+ * when it has not changed since one of the last two, else walked, and
+ * its frames sent to user space if it has not had them.  The interval's
  * weight is known only at switch in.
  */
 static __always_inline void take_stack(struct thread_state *t,
@@ -288,8 +313,10 @@ static __always_inline void take_stack(struct thread_state *t,
 				       struct task_struct *task, __u32 tgid)
 {
 	__u32 tid = BPF_CORE_READ(task, pid);
+	struct kept_stack k;
 	struct sample_buf *b;
 	__u64 gen;
+	int same;
 
 	t->walked = 0;
 	if (proc->state != PY_PROC_PYTHON)
@@ -297,8 +324,14 @@ static __always_inline void take_stack(struct thread_state *t,
 	b = scratch_get();
 	if (!b)
 		goto none;
-	if (same_stack(b, proc, task, t, tgid)) {
+	same = same_stack(b, proc, task, t, tgid);
+	if (same >= 0) {
 		count(CNT_OFF_REUSED);
+		if (same) {
+			k = t->cur;
+			t->cur = t->alt;
+			t->alt = k;
+		}
 		t->walked = 1;
 		scratch_put();
 		return;
@@ -307,22 +340,24 @@ static __always_inline void take_stack(struct thread_state *t,
 	collect_stack(b, proc, task, tgid, tid);
 	count(CNT_OFF_STACKS);
 	t->walked = 1;
-	t->stack_hash = 0;
+	if (t->cur.hash)
+		t->alt = t->cur;
+	t->cur.hash = 0;
 	if (b->ev.status != ST_NO_TSTATE && b->ev.status != ST_IDLE &&
 	    b->ev.nframes &&
 	    !send_stack(b, EV_STACK, tgid, tid, t->kind, 0, -1)) {
-		t->stack_hash = b->ev.stack_hash;
-		t->nframes = b->ev.nframes;
-		t->status = b->ev.status;
-		t->tstate = b->tstate;
-		t->leaf = b->fc.leaf;
-		t->raw = b->fc.raw;
-		t->code_gen = gen;
+		t->cur.hash = b->ev.stack_hash;
+		t->cur.nframes = b->ev.nframes;
+		t->cur.status = b->ev.status;
+		t->cur.tstate = b->tstate;
+		t->cur.leaf = b->fc.leaf;
+		t->cur.raw = b->fc.raw;
+		t->cur.code_gen = gen;
 	}
 	scratch_put();
 	return;
 none:
-	t->stack_hash = 0;
+	t->cur.hash = 0;
 }
 
 /* A thread leaves the CPU (current is prev): note when, why, and its
@@ -371,7 +406,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	if (t->pending && t->walked) {
 		/* it ran, and this is the first walk since: the stack of the
 		 * interval that had none */
-		if (t->stack_hash)
+		if (t->cur.hash)
 			emit_interval(prev, t, t->pending_kind, t->pending,
 				      t->pending_kstack);
 		t->pending = 0;

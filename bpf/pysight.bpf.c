@@ -83,7 +83,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 		t->ran_at_off = BPF_CORE_READ(task, se.sum_exec_runtime);
 		t->kind = r.kind;
 		t->kstack = -1;
-		t->stack_hash = 0;	/* its stack is taken at its next walk */
+		t->cur.hash = 0;	/* its stack is taken at its next walk */
 		t->walked = 0;
 		return 0;
 	}
