@@ -28,21 +28,19 @@ static __always_inline void *reserve_event(__u64 size, __u32 kind,
 	return h;
 }
 
-static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
-					__u32 tid, __u8 kind, __u64 weight,
-					__s32 kstack)
+/*
+ * b's stack as ev_kind: a sample (EV_SAMPLE), or its frames alone
+ * (EV_STACK), which is sent only when user space has not had them.
+ * 0: sent, or not needed; -1: the ring was full.
+ */
+static __always_inline int send_stack(struct sample_buf *b, __u32 ev_kind,
+				      __u32 tgid, __u32 tid, __u8 kind,
+				      __u64 weight, __s32 kstack)
 {
 	__u64 size = sizeof(b->ev);
 	__u64 hash = b->ev.stack_hash;
 	__u8 one = 1;
 	__u32 n = b->ev.nframes;
-
-	fill_header(&b->ev.hdr, EV_SAMPLE, tgid, tid);
-	b->ev.kind = kind;
-	b->ev.weight = weight;
-	b->ev.kstack = kstack;
-	b->ev.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(b->ev.comm, sizeof(b->ev.comm));
 
 	b->ev.has_frames = 0;
 	if (n && !bpf_map_lookup_elem(&stacks_seen, &hash)) {
@@ -51,6 +49,14 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 			n = PYSIGHT_MAX_FRAMES;
 		size += (__u64)n * sizeof(struct py_frame);
 	}
+	if (ev_kind == EV_STACK && !b->ev.has_frames)
+		return 0;
+	fill_header(&b->ev.hdr, ev_kind, tgid, tid);
+	b->ev.kind = kind;
+	b->ev.weight = weight;
+	b->ev.kstack = kstack;
+	b->ev.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(b->ev.comm, sizeof(b->ev.comm));
 	/*
 	 * Marked sent before it is: the consumer may read the event, and
 	 * forget the hash (its process gone), before this program would
@@ -69,7 +75,16 @@ static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
 		count(CNT_RB_DROPS);
 		if (b->ev.has_frames)
 			bpf_map_delete_elem(&stacks_seen, &hash);
+		return -1;
 	}
+	return 0;
+}
+
+static __always_inline void emit_sample(struct sample_buf *b, __u32 tgid,
+					__u32 tid, __u8 kind, __u64 weight,
+					__s32 kstack)
+{
+	send_stack(b, EV_SAMPLE, tgid, tid, kind, weight, kstack);
 }
 
 static __always_inline void emit_proc_event(__u32 kind, __u32 tgid, __u32 tid)

@@ -21,6 +21,11 @@ __u32 iter_tgid = 0;				/* 0: every Python process */
 __u64 pass_now = 0;
 __u64 iter_visits = 0;				/* tasks the passes looked at */
 
+/* Code objects freed in processes whose deallocs a uprobe reports: a
+ * stack kept to be reused names code by address, and an address freed
+ * since may hold another object (see same_stack()). */
+__u64 code_frees = 0;
+
 /* tgid -> interpreter facts; PENDING/IGNORED entries stop repeat work. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -138,6 +143,8 @@ struct frame_ctx {
 	__u64 epoch;		/* the process's start time */
 	__u64 bulk_lo, bulk_hi;	/* target range copied into the bulk map */
 	__u64 hash;
+	__u64 raw;		/* the frames' code and instruction fields */
+	__u64 leaf;		/* the first frame */
 	__u64 code_type;
 	__u64 tag_mask;
 	struct pysight_loop loop;	/* a frame passed earlier */
@@ -148,6 +155,7 @@ struct frame_ctx {
 	__u16 c_first, c_file, c_name, c_qual, c_adaptive, c_lt;
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
+	__u8 raw_only;		/* hash the frames' fields, check nothing */
 	__u32 tgid;
 };
 

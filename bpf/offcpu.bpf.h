@@ -9,14 +9,28 @@
  * another is still paired (per-CPU state loses those: OpenTelemetry's
  * profiler, their issue #1348).
  */
+/* A stack a walk took as the thread left the CPU, and where it was read,
+ * to tell it is still the same one (same_stack()). */
+struct kept_stack {
+	__u64 hash;		/* 0: none */
+	__u64 tstate, leaf, raw, code_gen;
+	__u16 nframes;
+	__u8 status;		/* the walk's enum sample_status */
+	__u8 pad[5];
+};
+
 struct thread_state {
 	__u64 off_since;	/* ktime it left the CPU, 0: on it */
-	__u64 pending;		/* weight of an ended interval whose stack is
-				 * still to be taken, 0: none */
-	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
-	__u8 kind, pending_kind;	/* why: enum sample_kind */
-	__u8 pad[6];
 	__u64 ran_at_off;	/* its CPU time when it left */
+	__u64 pending;		/* weight of an ended interval that began
+				 * with no stack taken, 0: none */
+	struct kept_stack cur;	/* the stack it left with */
+	struct kept_stack alt;	/* the one before that was another */
+	__s32 kstack, pending_kstack;	/* kernel stack ids, -1: none */
+	__u8 walked;		/* a walk began its interval, even one that
+				 * found no Python stack */
+	__u8 kind, pending_kind;	/* why: enum sample_kind */
+	__u8 pad[5];
 };
 
 struct {
@@ -163,55 +177,191 @@ static __always_inline __u8 classify(struct task_struct *task,
 }
 
 /*
- * The stack of an interval that has ended, taken now: the thread is
- * current, so its memory is readable.  Called from its own context only.
+ * An ended interval, sent against the stack taken when it began: a
+ * record without frames, which user space had at that walk (EV_STACK).
+ * current need not be task: at switch-in it is the thread leaving.
  */
-static __always_inline void take_pending(void *ctx, struct thread_state *t,
-					 struct task_struct *task)
+static __always_inline void emit_interval(struct task_struct *task,
+					  const struct thread_state *t,
+					  __u8 kind, __u64 weight, __s32 kstack)
 {
-	__u64 id = bpf_get_current_pid_tgid(), weight = t->pending;
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct py_proc *proc;
-	struct sample_buf *b;
+	struct sample_event *e;
 
-	t->pending = 0;
-	proc = bpf_map_lookup_elem(&procs, &tgid);
-	if (!proc || proc->state != PY_PROC_PYTHON)
+	e = reserve_event(sizeof(*e), EV_SAMPLE, BPF_CORE_READ(task, tgid),
+			  BPF_CORE_READ(task, pid));
+	if (!e)
 		return;
+	e->stack_hash = t->cur.hash;
+	e->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	e->weight = weight;
+	e->status = t->cur.status;
+	e->kstack = kstack;
+	e->nframes = t->cur.nframes;
+	e->has_frames = 0;
+	e->kind = kind;
+	e->pad = 0;
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	count(CNT_OFF_WALKED);
-	b = scratch_get();
-	if (!b)
+}
+
+/*
+ * An interval of weight ends.  Without a stack from its start (it was
+ * opened by the task iterator, or began before its process was known to
+ * be Python), the thread's next walk in its own context takes one: its
+ * next switch out or CPU sample.
+ */
+static __always_inline void end_interval(struct task_struct *task,
+					 struct thread_state *t, __u64 weight)
+{
+	if (t->cur.hash) {
+		emit_interval(task, t, t->kind, weight, t->kstack);
 		return;
-	collect_stack(b, proc, task, tgid, tid);
-	if (b->ev.status != ST_NO_TSTATE && b->ev.status != ST_IDLE)
-		emit_sample(b, tgid, tid, t->pending_kind, weight,
-			    t->pending_kstack);
-	scratch_put();
+	}
+	if (t->walked)		/* no Python stack: not ours */
+		return;
+	if (!t->pending) {
+		t->pending_kind = t->kind;
+		t->pending_kstack = t->kstack;
+	}
+	t->pending += weight;
 }
 
 /*
  * A thread that runs again, which this program did not see come back on
  * (a few times a recording, on a busy host): its interval ended where
- * the CPU time it has used since began.  The rest waits for its stack,
- * as an interval whose end was seen does.
+ * the CPU time it has used since began.
  */
-static __always_inline void close_unseen(struct thread_state *t, __u64 now,
+static __always_inline void close_unseen(struct task_struct *task,
+					 struct thread_state *t, __u64 now,
 					 __u64 ran)
 {
 	__u64 off = now - t->off_since, ran_since = ran - t->ran_at_off;
 
 	count(CNT_OFF_UNSEEN);
 	t->off_since = 0;
-	if (off <= ran_since)
-		return;
-	if (!t->pending) {
-		t->pending_kind = t->kind;
-		t->pending_kstack = t->kstack;
-	}
-	t->pending += off - ran_since;
+	if (off > ran_since)
+		end_interval(task, t, off - ran_since);
 }
 
-/* A thread leaves the CPU (current is prev): note when, and why. */
+/* Can k be reused, if its frames match? */
+static __always_inline bool reusable(const struct kept_stack *k)
+{
+	return k->hash && k->status == ST_COMPLETE &&
+	       k->code_gen == *(volatile __u64 *)&code_frees &&
+	       /* user space forgot it (its frames could not all be
+		* named): walk, so they are sent again */
+	       bpf_map_lookup_elem(&stacks_seen, &k->hash);
+}
+
+/*
+ * Is the thread's stack, frame for frame, one of the two its last walks
+ * took (the last, or the other one before it: a thread often leaves in
+ * turn at a condition wait and at a GIL wait)?  Checking only the top
+ * frames is not enough: a function that returns and is called again
+ * from another line of its caller pushes its frame at the same address
+ * (3.11+: the same slot of the data stack; up to 3.10, the code object's
+ * zombie frame) with the same code and instruction, while the caller's
+ * line has changed, and so can any caller's below it.  So this reads
+ * every frame's code and instruction fields, as the walk does, and
+ * compares their hash: what it saves is finding and checking the thread
+ * state, each code object's identity, keeping the frames and sending
+ * them.  A code address stands for the same object only while none was
+ * freed (code_frees, counted by the dealloc uprobe, so only processes
+ * that have it).  The thread state is not checked again: a thread's
+ * state is deleted after its frames are popped, so a stale one has no
+ * first frame to match.  Returns 0 for cur, 1 for alt, -1 for neither.
+ */
+static __always_inline int same_stack(struct sample_buf *b,
+				      const struct py_proc *proc,
+				      struct task_struct *task,
+				      const struct thread_state *t, __u32 tgid)
+{
+	bool cur = false, alt = false;
+	__u64 frame = 0, tstate;
+
+	if (!(proc->flags & PY_PROC_F_CODE_CACHE))
+		return -1;
+	tstate = t->cur.hash ? t->cur.tstate : t->alt.tstate;
+	if (first_frame(proc, tstate, &frame) || !frame)
+		return -1;
+	cur = t->cur.leaf == frame && t->cur.tstate == tstate &&
+	      reusable(&t->cur);
+	alt = t->alt.leaf == frame && t->alt.tstate == tstate &&
+	      reusable(&t->alt);
+	if (!cur && !alt)
+		return -1;
+	walk_stack(b, proc, task, tgid, tstate, frame, true);
+	if (b->fc.status != ST_COMPLETE)
+		return -1;
+	if (cur && b->fc.raw == t->cur.raw)
+		return 0;
+	if (alt && b->fc.raw == t->alt.raw)
+		return 1;
+	return -1;
+}
+
+/*
+ * The stack of the interval that begins as the thread leaves the CPU,
+ * taken while it is still current, so its memory is readable: reused
+ * when it has not changed since one of the last two, else walked, and
+ * its frames sent to user space if it has not had them.  The interval's
+ * weight is known only at switch in.
+ */
+static __always_inline void take_stack(struct thread_state *t,
+				       struct py_proc *proc,
+				       struct task_struct *task, __u32 tgid)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct kept_stack k;
+	struct sample_buf *b;
+	__u64 gen;
+	int same;
+
+	t->walked = 0;
+	if (proc->state != PY_PROC_PYTHON)
+		goto none;
+	b = scratch_get();
+	if (!b)
+		goto none;
+	same = same_stack(b, proc, task, t, tgid);
+	if (same >= 0) {
+		count(CNT_OFF_REUSED);
+		if (same) {
+			k = t->cur;
+			t->cur = t->alt;
+			t->alt = k;
+		}
+		t->walked = 1;
+		scratch_put();
+		return;
+	}
+	gen = *(volatile __u64 *)&code_frees;
+	collect_stack(b, proc, task, tgid, tid);
+	count(CNT_OFF_STACKS);
+	t->walked = 1;
+	if (t->cur.hash)
+		t->alt = t->cur;
+	t->cur.hash = 0;
+	if (b->ev.status != ST_NO_TSTATE && b->ev.status != ST_IDLE &&
+	    b->ev.nframes &&
+	    !send_stack(b, EV_STACK, tgid, tid, t->kind, 0, -1)) {
+		t->cur.hash = b->ev.stack_hash;
+		t->cur.nframes = b->ev.nframes;
+		t->cur.status = b->ev.status;
+		t->cur.tstate = b->tstate;
+		t->cur.leaf = b->fc.leaf;
+		t->cur.raw = b->fc.raw;
+		t->cur.code_gen = gen;
+	}
+	scratch_put();
+	return;
+none:
+	t->cur.hash = 0;
+}
+
+/* A thread leaves the CPU (current is prev): note when, why, and its
+ * stack. */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 {
 	__u64 now, ran;
@@ -224,9 +374,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	 * A process user space has not answered for yet may be Python: its
 	 * intervals open now, so a sleep that begins before the answer
 	 * (a 'record -- CMD' of a position-independent Python: 4-8 ms of
-	 * its first sleep) is whole.  Their stacks are taken only if it is
-	 * Python by then.  Its GIL is not known yet: a wait on it counts as
-	 * a lock.
+	 * its first sleep) is whole.  Their stacks are taken at the
+	 * thread's next walk, if it is Python by then.  Its GIL is not
+	 * known yet: a wait on it counts as a lock.
 	 */
 	proc = python_of(prev, &tgid, true, true);
 	if (!proc)
@@ -246,25 +396,30 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev)
 	now = bpf_ktime_get_ns();
 	ran = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	if (t->off_since)
-		close_unseen(t, now, ran);
-	if (t->pending)		/* it ran, and no hook took the last one */
-		take_pending(ctx, t, prev);
+		close_unseen(prev, t, now, ran);
 	state = BPF_CORE_READ(prev, __state);
 	t->off_since = now;
 	t->ran_at_off = ran;
 	t->kind = classify(prev, proc, state, true);
 	t->kstack = kernel_stacks ? bpf_get_stackid(ctx, &kstacks, 0) : -1;
+	take_stack(t, proc, prev, tgid);
+	if (t->pending && t->walked) {
+		/* it ran, and this is the first walk since: the stack of the
+		 * interval that had none */
+		if (t->cur.hash)
+			emit_interval(prev, t, t->pending_kind, t->pending,
+				      t->pending_kstack);
+		t->pending = 0;
+	}
 }
 
 /*
- * A thread comes back: how long it was off is known now.  A stack walk
- * costs 2-5 us, more than a short block, so an interval shorter than
+ * A thread comes back: how long it was off is known now.  Sending an
+ * interval costs a record in the ring and user space's handling, more
+ * than a short block is worth, so an interval shorter than
  * walk_below_ns is kept with probability length / walk_below_ns, and
  * then weighs walk_below_ns: the expected total stays exact, as a
- * sampler's does.  The stack itself cannot be read here (current is
- * still the thread leaving): it is taken in the thread's own context,
- * at its system call's exit (a block in a syscall: the stack has not
- * moved), else at its next sample or switch.
+ * sampler's does.  Its stack was taken when it began (take_stack()).
  */
 static __always_inline void switch_in(struct task_struct *next)
 {
@@ -281,9 +436,7 @@ static __always_inline void switch_in(struct task_struct *next)
 			return;
 		off = walk_below_ns;
 	}
-	t->pending = off;
-	t->pending_kind = t->kind;
-	t->pending_kstack = t->kstack;
+	end_interval(next, t, off);
 }
 
 #endif /* __PYSIGHT_OFFCPU_BPF_H */

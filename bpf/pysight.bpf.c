@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pysight's kernel side: on a perf event (and later at sched_switch) find
- * the current thread's PyThreadState, walk its Python frames into a stack
+ * pysight's kernel side: on a perf event (and, off the CPU, at
+ * sched_switch) find the current thread's PyThreadState, walk its Python frames into a stack
  * of (code object, instruction offset, identity checksum), dedup the stack
  * by hash and tell user space through a ring buffer.
  */
@@ -30,29 +30,6 @@ int BPF_PROG(pysight_switch, bool preempt, struct task_struct *prev,
 {
 	switch_out(ctx, prev);
 	switch_in(next);
-	return 0;
-}
-
-/* A system call returns: for a thread back from a block, its stack. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(pysight_sys_exit)
-{
-	struct task_struct *task = (void *)bpf_get_current_task_btf();
-	struct thread_state *t = bpf_task_storage_get(&threads, task, 0, 0);
-
-	if (!t)
-		return 0;
-	/*
-	 * Still off by our account: its switch back in went unseen.  Close
-	 * the interval here, where the stack is still the block's, not at
-	 * the next switch, after it has run on (a sleep was seen put under
-	 * the function the thread burnt in next).
-	 */
-	if (t->off_since)
-		close_unseen(t, bpf_ktime_get_ns(),
-			     BPF_CORE_READ(task, se.sum_exec_runtime));
-	if (t->pending)
-		take_pending(ctx, t, task);
 	return 0;
 }
 
@@ -97,6 +74,8 @@ int pysight_threads(struct bpf_iter__task *ctx)
 		t->ran_at_off = BPF_CORE_READ(task, se.sum_exec_runtime);
 		t->kind = r.kind;
 		t->kstack = -1;
+		t->cur.hash = 0;	/* its stack is taken at its next walk */
+		t->walked = 0;
 		return 0;
 	}
 	if (t && t->off_since && !r.on_cpu) {
@@ -245,6 +224,7 @@ int BPF_KPROBE(pysight_code_free, void *code)
 	__u32 idx = code_slot_of(tgid, (__u64)code);
 	struct code_slot *slot = bpf_map_lookup_elem(&code_checks, &idx);
 
+	__sync_fetch_and_add(&code_frees, 1);
 	if (slot && slot->code == (__u64)code && slot->tgid == tgid) {
 		if (slot->tag &&
 		    bpf_ktime_get_ns() - slot->seen_ns < CODE_RECENT_NS)

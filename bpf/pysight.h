@@ -198,6 +198,10 @@ enum event_kind {
 	EV_EXIT = 4,
 	EV_ADOPTED = 5,		/* configured by BPF itself: struct adopt_event */
 	EV_CODE = 6,		/* a code object freed soon after it was seen */
+	EV_STACK = 7,		/* a stack's frames alone: struct sample_event
+				 * and its frames, no sample (the tracer takes
+				 * an interval's stack before its weight is
+				 * known) */
 };
 
 enum counter {
@@ -210,10 +214,12 @@ enum counter {
 	CNT_CODE_CACHE_HIT,
 	CNT_CODE_FREED,		/* code objects freed while cached */
 	CNT_OFF_INTERVALS,	/* off-CPU intervals ended */
-	CNT_OFF_WALKED,		/* of them, with a stack taken */
+	CNT_OFF_WALKED,		/* of them, sent with a stack */
 	CNT_THREAD_STATES,	/* per-thread off-CPU states alive */
 	CNT_OFF_UNSEEN,		/* intervals whose switch back in was missed */
 	CNT_CODE_SENT,		/* of code objects freed, sent (EV_CODE) */
+	CNT_OFF_STACKS,		/* stacks walked as a thread left the CPU */
+	CNT_OFF_REUSED,		/* stacks reused there, none walked */
 	CNT_STATUS_BASE,	/* + enum sample_status */
 	CNT__MAX = CNT_STATUS_BASE + ST__MAX,
 };

@@ -151,6 +151,18 @@ static long walk_frame(__u32 i, void *data)
 	    win[c->f_owner] >= c->owner_cstack)
 		return 0;
 
+	/* what same_stack() compares: the code's address stands for the
+	 * object while no code was freed (code_frees) */
+	c->raw = mix64(c->raw ^ code);
+	c->raw = mix64(c->raw ^ instr);
+	if (c->raw_only) {
+		if (++c->n > PYSIGHT_MAX_FRAMES) {
+			c->status = ST_TRUNCATED;
+			return 1;
+		}
+		return 0;
+	}
+
 	err = cached_check(c, b, code, &check);
 	if (err == -ST_ERR_BAD_CODE && c->skip_foreign)
 		return 0;	/* 3.13+: f_executable may be None */
@@ -239,10 +251,12 @@ static __always_inline void read_bulk(const struct py_offsets *off,
 
 /*
  * Scratch slots.  A perf sample can interrupt a program that is walking a
- * stack on this CPU (sys_exit's runs with interrupts on) and would
- * overwrite its buffers midway, so each level of nesting takes a slot of
- * its own, in scratch and in bulk.  What interrupts runs to completion
- * before the interrupted program goes on, so a plain count is enough.
+ * stack on this CPU and would overwrite its buffers midway, so each level
+ * of nesting takes a slot of its own, in scratch and in bulk.  What
+ * interrupts runs to completion before the interrupted program goes on,
+ * so a plain count is enough.  (The walks run in perf samples and at
+ * sched_switch, with interrupts off: only an NMI-driven perf event could
+ * nest today, but the slots cost nothing when unused.)
  */
 static __always_inline struct sample_buf *scratch_get(void)
 {
@@ -273,36 +287,22 @@ static __always_inline void scratch_put(void)
 }
 
 /*
- * Walk the current thread's Python stack into b, a scratch buffer the
- * caller holds.  Callable from any program type that runs in the
- * thread's context.
+ * Walk the frames from frame, the thread state's first, into b.  raw_only:
+ * only hash their code and instruction fields into b->fc.raw, reading no
+ * code object and keeping no frame.
  */
-static __always_inline void collect_stack(struct sample_buf *b,
-					  const struct py_proc *proc,
-					  struct task_struct *task,
-					  __u32 tgid, __u32 tid)
+static __always_inline void walk_stack(struct sample_buf *b,
+				       const struct py_proc *proc,
+				       struct task_struct *task, __u32 tgid,
+				       __u64 tstate, __u64 frame, bool raw_only)
 {
 	const struct py_offsets *off = &proc->off;
-	struct frame_ctx *c;
-	__u64 tstate = 0, frame = 0;
+	struct frame_ctx *c = &b->fc;
 	__u32 slot = b->slot;
-	int err;
 
-	b->ev.nframes = 0;
-	b->ev.stack_hash = 0;
-
-	err = find_tstate(b, proc, task, tid, &tstate);
-	b->tstate = tstate;
-	if (!err)
-		err = first_frame(proc, tstate, &frame);
-	if (err) {
-		b->ev.status = -err;
-		return;
-	}
-
-	c = &b->fc;
 	__builtin_memset(c, 0, sizeof(*c));
 	c->frame = frame;
+	c->leaf = frame;
 	pysight_loop_start(&c->loop, frame);
 	c->hash = mix64(tgid + 0x9e3779b97f4a7c15ULL);
 	c->code_type = proc->code_type_addr;
@@ -327,12 +327,41 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	c->owner_cstack = off->owner_cstack;
 	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
+	c->raw_only = raw_only;
 	c->tgid = tgid;
 	read_bulk(off, tstate, frame, c, slot);
 	c->status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &slot, 0);
+}
+
+/*
+ * Walk the current thread's Python stack into b, a scratch buffer the
+ * caller holds.  Callable from any program type that runs in the
+ * thread's context.
+ */
+static __always_inline void collect_stack(struct sample_buf *b,
+					  const struct py_proc *proc,
+					  struct task_struct *task,
+					  __u32 tgid, __u32 tid)
+{
+	struct frame_ctx *c = &b->fc;
+	__u64 tstate = 0, frame = 0;
+	int err;
+
+	b->ev.nframes = 0;
+	b->ev.stack_hash = 0;
+
+	err = find_tstate(b, proc, task, tid, &tstate);
+	b->tstate = tstate;
+	if (!err)
+		err = first_frame(proc, tstate, &frame);
+	if (err) {
+		b->ev.status = -err;
+		return;
+	}
+	walk_stack(b, proc, task, tgid, tstate, frame, false);
 
 	if (c->cache_hits)
 		count_n(CNT_CODE_CACHE_HIT, c->cache_hits);

@@ -277,12 +277,14 @@ static void summary(struct record *r, double secs)
 		print_breakdown(p);
 	} else if (r->s.o.mode != MODE_CPU) {
 		pr_info("  %" PRIu64 " off-CPU intervals, %" PRIu64
-			" with a stack taken, %" PRIu64 " whose end went unseen "
-			"(closed at the thread's next system call exit or "
-			"switch); time in the profile by process (the folded "
+			" sent with a stack, %" PRIu64 " whose end went unseen "
+			"(closed at the thread's next switch); stacks as "
+			"threads left the CPU: %" PRIu64 " walked, %" PRIu64
+			" reused; time in the profile by process (the folded "
 			"file counts microseconds):",
 			st.counters[CNT_OFF_INTERVALS], st.counters[CNT_OFF_WALKED],
-			st.counters[CNT_OFF_UNSEEN]);
+			st.counters[CNT_OFF_UNSEEN], st.counters[CNT_OFF_STACKS],
+			st.counters[CNT_OFF_REUSED]);
 		print_breakdown(p);
 	}
 	if (st.first_error) {

@@ -47,7 +47,7 @@ static const struct argp_option session_options[] = {
 	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
 	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
-	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: trace (default: every switch and syscall, +20% on a pipe ping-pong) or sweep (every thread's state at each tick, nothing on switches)", 0 },
+	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: trace (default: every context switch of the host, a Python thread's stack as it leaves the CPU; 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target) or sweep (every thread's state at each tick, nothing on switches)", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };

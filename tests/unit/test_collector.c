@@ -223,6 +223,15 @@ static void test_events(struct child *ch)
 	f[0] = (struct py_frame){ ch->code[2], 1 << 20, check[2] };
 	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x666,
 			   ST_COMPLETE, f, 1));
+	/* an interval's frames alone (EV_STACK: the tracer sends them as
+	 * it leaves the CPU) count nothing; its weight, sent later by hash
+	 * alone, counts once */
+	f[0] = (struct py_frame){ ch->code[0], -1, check[0] };
+	sample(&r, ch->pid, ch->pid, "python3", 0x777, ST_COMPLETE, f, 1);
+	r.ev.hdr.kind = EV_STACK;
+	feed(c, &r, sizeof(r.ev) + sizeof(f[0]));
+	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x777,
+			   ST_COMPLETE, NULL, 1));
 	/* garbage is refused, not read past its end */
 	feed(c, &r, 3);
 	r.ev.nframes = PYSIGHT_MAX_FRAMES + 1;
@@ -233,6 +242,7 @@ static void test_events(struct child *ch)
 		"[partial stack];alpha (app.py:2) 1\n"
 		"[truncated];alpha (app.py:2) 1\n"
 		"[unknown] 2\n"
+		"alpha (app.py:2) 1\n"
 		"alpha (app.py:2);Beta.work (app.py:5) 3\n"
 		"gamma (app.py:7) 5\n"), "profile:\n%s", out);
 	free(out);
@@ -250,7 +260,7 @@ static void test_events(struct child *ch)
 	CHECK(!collector__handle(c, &exit_ev, sizeof(exit_ev)), "exit");
 	feed(c, &r, sample(&r, ch->pid, ch->pid, "python3", 0x111,
 			   ST_COMPLETE, NULL, 2));
-	CHECK(profile__total(collector__profile(c)) == 12, "total %llu",
+	CHECK(profile__total(collector__profile(c)) == 13, "total %llu",
 	      (unsigned long long)profile__total(collector__profile(c)));
 	collector__free(c);
 }

@@ -2,9 +2,8 @@
 
 usage: last_sleep.py SECONDS
 
-A blocked interval's stack is taken when it ends, here microseconds
-before the module's code object is freed and the process exits: the
-profiler reads the code objects after they are gone.
+The sleep's code objects are freed microseconds after it ends, and the
+process exits: the profiler reads them after they are gone.
 """
 import sys
 import time
@@ -14,4 +13,11 @@ def last_wait(seconds):
     time.sleep(seconds)
 
 
+# burn 0.1 s first, so the profiler knows the process is Python (user
+# space reads its binary) before the sleep begins: the tracer takes a
+# block's stack as it begins, and this script has no later walk to take
+# it at
+t = time.perf_counter()
+while time.perf_counter() - t < 0.1:
+    pass
 last_wait(float(sys.argv[1]))

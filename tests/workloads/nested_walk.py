@@ -1,7 +1,6 @@
 """A stack of known shape, 23 frames deep, that burns 0.3 ms then sleeps
-0.1 ms, for SECONDS: at 10 kHz a perf sample often lands while the
-sampler is taking the stack of the sleep that just ended, at its syscall
-exit.
+0.1 ms, for SECONDS: at 10 kHz perf samples walk it between the walks
+the tracer takes as it leaves the CPU to sleep.
 
 usage: nested_walk.py SECONDS
 """

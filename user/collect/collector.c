@@ -930,6 +930,8 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 		if (err)
 			return err;
 	}
+	if (ev->hdr.kind == EV_STACK)
+		return 0;	/* frames alone: an interval's, weighed later */
 	/* a named stack of this hash, else its provisional one */
 	stack = find_named(cp, ev->stack_hash);
 	if (!stack && (prov = find_provisional(cp, ev->stack_hash)))
@@ -974,10 +976,11 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	/* what a process's held samples wait for ends with it */
-	if (h->kind != EV_SAMPLE && h->kind != EV_CODE)
+	if (h->kind != EV_SAMPLE && h->kind != EV_STACK && h->kind != EV_CODE)
 		replay(c, h->pid, true);
 	switch (h->kind) {
 	case EV_SAMPLE:
+	case EV_STACK:
 		return handle_sample(c, data, size);
 	case EV_CODE:
 		if (size >= sizeof(struct code_event))

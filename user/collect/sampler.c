@@ -273,7 +273,6 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	s->off_cpu = opts->mode != PYSIGHT_MODE_CPU && !opts->sweep;
 	/* the scheduler hooks run on every context switch: only when asked */
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
-	bpf_program__set_autoload(s->skel->progs.pysight_sys_exit, s->off_cpu);
 	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
 	s->sweep = opts->sweep && opts->mode != PYSIGHT_MODE_CPU;
 	bpf_program__set_autoload(s->skel->progs.pysight_sweep, s->sweep);
