@@ -467,7 +467,7 @@ def test_short_blocks_keep_their_split(ointerp, procs, staging, workdir):
 # took 15% of a core while recording (ticks of 13 ms, at ~30 a second,
 # not 100) and 4.0-4.1 s in all, 3.4 s of it in its first tick, which
 # reads the stack of every blocked thread (12-13 s before it samples,
-# 30 s on a busier host); the tracer 2% and 4.1 s in all, nearly all in
+# 30 s on a busier host; -d 3 at load 6: 17%, 3.2 s, 8 s); the tracer 2% and 4.1 s in all, nearly all in
 # its last pass, which reads the same stacks.  A thread's first read has
 # no thread state to start from and walks the interpreter's thread list
 # from its head (stackread.c): 2,000 of them are 2,000 walks of 2,000.
