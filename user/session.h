@@ -34,7 +34,8 @@ struct session_opts {
 	int ncgroups;
 	bool gil_only;
 	bool kernel_stacks;
-	bool sweep;			/* --offcpu=sweep */
+	bool sweep;			/* wall/off by the sampled sweep, the default;
+					 * false: --offcpu=trace */
 };
 
 struct session {

@@ -149,6 +149,69 @@ static void test_blocked_all_along(void)
 	sweep__free(w);
 }
 
+/*
+ * A thread not met by a tick has exited: it is forgotten.  A thread met
+ * later under the same tid (the tid reused) is another one: its state is
+ * new, with no stack read, and it is accounted from its own start, not
+ * from the old thread's last tick.  Kept, it would be read as the old
+ * one: no stack read (same switch count), and the old one's lock wait
+ * weighing the new one's sleep.
+ */
+static int freed;
+
+static void count_free(void *data)
+{
+	freed += data != NULL;
+}
+
+static void test_forgets_exited(void)
+{
+	struct sweep *w = sweep__new(0, count_free);
+	struct thread_record r;
+	struct sweep_thread *t;
+	struct sim s = {};
+
+	memset(&r, 0, sizeof(r));
+	r.tid = 11;
+	r.kind = KIND_LOCK;
+	r.now = 10 * MS;
+	sweep__begin(w);
+	t = w ? sweep__thread(w, &r) : NULL;
+	if (!t) {
+		CHECK(0, "no sweep");
+		sweep__free(w);
+		return;
+	}
+	sweep__set_stack(t, &r, LOCK_STACK);
+	*sweep__data(t) = &s;		/* what the collector keeps */
+	sweep__account(t, &r, add, &s);
+	sweep__end(w);
+
+	sweep__begin(w);		/* the thread exited: not met */
+	sweep__end(w);
+	CHECK(freed == 1, "the collector's data freed %d times", freed);
+
+	/* tid 11 again: started at 25 ms, asleep since, at the 30 ms tick */
+	r.kind = KIND_SLEEP;
+	r.start_time = 25 * MS;
+	r.now = 30 * MS;
+	sweep__begin(w);
+	t = sweep__thread(w, &r);
+	CHECK(t && *sweep__data(t) == NULL, "the old thread's state was kept");
+	CHECK(t && sweep__needs_stack(t, &r), "the new thread's stack is not read");
+	if (t && sweep__needs_stack(t, &r))
+		sweep__set_stack(t, &r, SLEEP_STACK);
+	if (t)
+		sweep__account(t, &r, add, &s);
+	sweep__end(w);
+	CHECK(s.w[KIND_LOCK] == 0 && s.w[KIND_SLEEP] == 5 * MS && !s.wrong,
+	      "lock %llu ns, sleep %llu ns, %llu ns under the other stack",
+	      (unsigned long long)s.w[KIND_LOCK],
+	      (unsigned long long)s.w[KIND_SLEEP],
+	      (unsigned long long)s.wrong);
+	sweep__free(w);
+}
+
 int main(void)
 {
 	test_cycle(100, 0);
@@ -156,5 +219,6 @@ int main(void)
 	test_cycle(200, 4 * MS);
 	test_cycle(1000, 0);
 	test_blocked_all_along();
+	test_forgets_exited();
 	return check_summary();
 }

@@ -18,6 +18,16 @@ Scenarios:
   churn     threads that sleep 0.5 ms in a loop (nap), about 10,000
             sleeps a second in all, some threads exiting and new ones
             starting all along.
+  pingpong  one thread (blocker) blocks 10,000 times a second for about
+            20 us each: it burns CPU to the next 100 us mark (pace) and
+            sleeps 20 us (short_wait), with a timer slack of 1 us.  Writes
+            its waits and its own voluntary switches under "phases".
+            (A pipe to a partner does not block as often: the partner,
+            woken on the writer's CPU, preempts it, and the reply is
+            there before the read.)
+  crowd2000 2,000 threads: 1,990 wait on an Event (parked), 5 burn CPU
+            (spin) and 5 sleep 10 ms in a loop (nap).  Runs until a line
+            (or EOF) on stdin, after "ready"; 64 KiB thread stacks.
 
 Prints "ready" when the threads run.  Writes per thread (by native id)
 its name, its elapsed time from start to end and its thread_time, and per
@@ -27,11 +37,12 @@ import asyncio
 import json
 import os
 import queue
+import resource
 import socket
 import sys
 import threading
 import time
-from time import monotonic, thread_time
+from time import monotonic, perf_counter, thread_time
 
 threads = {}
 lock = threading.Lock()
@@ -223,9 +234,90 @@ def churn(seconds, phases):
             t.join()
 
 
+def pace(deadline):
+    while perf_counter() < deadline:
+        pass
+
+
+def short_wait():
+    time.sleep(BLOCK)
+
+
+def tight_timer_slack():
+    """Sleeps of this thread end within a microsecond of their time, not
+    the 50 us default slack later (prctl(PR_SET_TIMERSLACK), per thread)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(29, 1000, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+BLOCK = 20e-6
+
+
+def pingpong(seconds, phases, period=100e-6):
+    @record_thread
+    def blocker():
+        tight_timer_slack()
+        ru = resource.getrusage(resource.RUSAGE_THREAD)
+        n = 0
+        now = perf_counter()
+        end, deadline = now + seconds, now
+        while now < end:
+            # the next mark, or now if the wait took longer: no catching
+            # up by not burning
+            deadline = max(deadline + period, now)
+            pace(deadline)
+            short_wait()
+            n += 1
+            now = perf_counter()
+        phases["waits"] = n
+        phases["nvcsw"] = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - ru.ru_nvcsw
+
+    b = threading.Thread(target=blocker, name="blocker")
+    b.start()
+    print("ready", flush=True)
+    b.join()
+
+
+def parked(event):
+    event.wait()
+
+
+def crowd2000(seconds, phases, blocked=1990, spinners=5, nappers=5):
+    threading.stack_size(64 * 1024)
+    stop = threading.Event()
+
+    def spin_until(event):
+        x = 0
+        while not event.is_set():
+            for i in range(200):
+                x += i
+
+    def nap(event):
+        while not event.is_set():
+            time.sleep(0.01)
+
+    ts = [threading.Thread(target=record_thread(parked), args=(stop,), name="parked")
+          for _ in range(blocked)]
+    ts += [threading.Thread(target=record_thread(spin_until), args=(stop,), name="spinner")
+           for _ in range(spinners)]
+    ts += [threading.Thread(target=record_thread(nap), args=(stop,), name="napper")
+           for _ in range(nappers)]
+    for t in ts:
+        t.start()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    stop.set()
+    for t in ts:
+        t.join()
+
+
 SCENARIOS = {"cycle": cycle, "gil": gil, "io": io, "runqueue": runqueue,
              "crowd": crowd_one, "nogil": nogil,
-             "queue": queue_wait, "churn": churn}
+             "queue": queue_wait, "churn": churn, "pingpong": pingpong,
+             "crowd2000": crowd2000}
 
 if __name__ == "__main__":
     scenario, seconds, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
