@@ -539,24 +539,29 @@ def _wall_md(s):
                  "utime+stime, which holds the task iterator's run time (it runs in pysight's "
                  "read(); shown apart as \"of it, iterator\").  BPF: pysight's other programs' "
                  "run time, which runs in other tasks' context.  Keeps up: ticks (sweep) or "
-                 "thread samples (py-spy, austin) over what the rate asks for."
+                 "thread samples (py-spy, austin) over what the rate asks for; a profiler "
+                 "that kept up with under 10%% is not run on more threads of that kind.  "
+                 "Stop: from SIGINT to its exit (SIGINT again at 10 s, SIGKILL at 20 s).  "
+                 "5,000 threads: the first round only."
                  % (co["rate"], co["seconds"]))
         L.append("")
         rows = []
         for r in co["table"]:
             if not r["process_cpu_pct"]:
+                why = r["failed"][0][:80] if r["failed"] else "no run"
                 rows.append(["%d %s" % (r["threads"], r["mode"]), r["label"],
-                             "FAILED: %s" % (r["failed"][0][:80] if r["failed"] else "no run"),
-                             "", "", "", "", "", ""])
+                             why if why.startswith("not run") else "FAILED: " + why,
+                             "", "", "", "", "", "", ""])
                 continue
             rows.append(["%d %s" % (r["threads"], r["mode"]), r["label"],
                          _m(r["process_cpu_pct"], "%.2f"), _m(r["bpf_outside_pct"], "%.2f"),
                          _m(r["total_cpu_pct"], "%.2f"), _m(r["bpf_iter_pct"], "%.2f")
                          if r["cond"] in ("sweep", "trace") else "-",
                          _m(r["keeps_up"]), _m(r["tick_us"], "%.0f"),
-                         _m(r["workload_cpu_pct"], "%.1f")])
+                         _m(r["workload_cpu_pct"], "%.1f"),
+                         "killed at 20 s" if r.get("killed") else _m(r.get("stop_s"), "%.1f")])
         L.append(_table(["threads", "profiler", "process", "BPF", "total", "of it, iterator",
-                         "keeps up", "sweep tick (us)", "workload CPU"], rows))
+                         "keeps up", "sweep tick (us)", "workload CPU", "stop (s)"], rows))
         L.append("")
     ag = s.get("agent")
     f = _failed(ag, "7e. Agent")

@@ -925,7 +925,7 @@ def offcpu_slowdown(ctx, rounds, secs, conds=None, what="offcpu"):
                     log("%s slowdown %s round %d %s: %.0f round trips/s"
                         % (what, kind, rnd + 1, key, r["rate"]))
                 except Exception as e:
-                    log("offcpu slowdown %s %s FAILED: %s" % (kind, key, e))
+                    log("%s slowdown %s %s FAILED: %s" % (what, kind, key, e))
                     runs.append({"kind": kind, "cond": key, "round": rnd, "error": str(e)})
     table = []
     for kind in ("c", "py"):

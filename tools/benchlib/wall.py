@@ -158,6 +158,7 @@ def _cost_window(ctx, key, tool, extra, pid, nthreads, rate, secs, tag):
     all its threads) and, for pysight, its programs' run time over `secs`.
     bpf_stats must be on."""
     out = "/dev/null" if tool == "austin" else None  # its wall file grows by the thread
+    t_start = time.monotonic()
     run = profilers.attach(tool, [pid], rate, ctx.outdir, tag, extra=extra or (), wall=True,
                            out=out)
     progs = set()
@@ -174,8 +175,11 @@ def _cost_window(ctx, key, tool, extra, pid, nthreads, rate, secs, tag):
         c1, w1 = run.cpu_reading(), common.cpu_reading(pid)
         t1 = time.monotonic()
     finally:
+        t_stop = time.monotonic()
         run.stop()
-        run.wait(60)
+        # py-spy with 5,000 threads does not stop in a minute: SIGINT
+        # again at 10 s, SIGKILL at 20 s
+        ((rc, _),) = run.wait(10)
     wall = t1 - t0
     costs = _prog_costs(st0, st1)
     iter_ns = sum(c["run_time_ns"] for n, c in costs.items() if n == ITER_PROG)
@@ -189,26 +193,47 @@ def _cost_window(ctx, key, tool, extra, pid, nthreads, rate, secs, tag):
            "bpf_outside_pct": 100 * outside_ns / 1e9 / wall,
            "bpf_iter_pct": 100 * iter_ns / 1e9 / wall,
            "workload_cpu_pct": None if dw is None else 100 * dw / 1e9 / wall,
-           "keeps_up": keep, "detail": detail, "maxrss_kib": run.maxrss_kib}
+           "keeps_up": keep, "detail": detail, "maxrss_kib": run.maxrss_kib,
+           "rc": rc, "run_s": time.monotonic() - t_start, "stop_s": time.monotonic() - t_stop}
     if res["process_cpu_pct"] is not None:
         res["total_cpu_pct"] = res["process_cpu_pct"] + res["bpf_outside_pct"]
     return res
 
 
+def _many_threads(ctx, mode, n, life):
+    wl = common.start_ready([ctx.python, ctx.wl("many_threads.py"), life, n, mode], timeout=180)
+    time.sleep(1.0)
+    return wl
+
+
+HOPELESS = 0.1  # kept up with less than this share: not run on more threads
+ONE_ROUND = 5000  # this many threads take 90 s a round: the first round only
+
+
 def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
     """One process of N threads, blocked or sleeping 50 ms in a loop; each
-    profiler in turn on the same process, at `rate`, bpf_stats on."""
+    profiler in turn on the same process, at `rate`, bpf_stats on.  A
+    profiler that kept up with under 10% of its samples is not run on
+    more threads of that kind (py-spy with 5,000 threads writes nothing
+    and must be killed); pysight's sweep always runs."""
     runs = []
+    worst = {}  # (mode, cond) -> (threads, share kept up) below HOPELESS
     with common.BpfStats():
         for rnd in range(rounds):
             for mode, n in workloads:
-                life = len(WALL_CONDS) * (secs + 15) + 120
-                wl = common.start_ready([ctx.python, ctx.wl("many_threads.py"), life, n, mode],
-                                        timeout=180)
+                if rnd and n >= ONE_ROUND:
+                    continue
+                life = len(WALL_CONDS) * (secs + 30) + 120
+                wl = _many_threads(ctx, mode, n, life)
                 try:
-                    time.sleep(1.0)
                     for key, label, tool, extra in _rotate(WALL_CONDS, rnd):
                         tag = ctx.tag("cost-%s%d-%s" % (mode, n, key))
+                        w = worst.get((mode, key))
+                        if key != "sweep" and w and w[0] < n:
+                            runs.append({"mode": mode, "threads": n, "cond": key, "round": rnd,
+                                         "skipped": "kept up with %.0f%% at %d threads"
+                                         % (100 * w[1], w[0])})
+                            continue
                         try:
                             r = _cost_window(ctx, key, tool, extra, wl[0].pid, n, rate, secs, tag)
                         except Exception as e:
@@ -218,6 +243,14 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
                             continue
                         r.update(mode=mode, threads=n, round=rnd)
                         runs.append(r)
+                        if r["keeps_up"] is not None and r["keeps_up"] < HOPELESS:
+                            worst.setdefault((mode, key), (n, r["keeps_up"]))
+                        if r["rc"] == -9 or wl[0].poll() is not None:
+                            # a tracer killed mid-snapshot may leave the
+                            # threads stopped: the next profiler gets a new
+                            # process
+                            _kill([wl])
+                            wl = _many_threads(ctx, mode, n, life)
                         log("wall cost %s %d threads, %s: process %.2f%% + BPF %.2f%% of a core "
                             "(iterator %.2f%%, in the process), keeps up %s"
                             % (mode, n, key, r["process_cpu_pct"] or -1, r["bpf_outside_pct"],
@@ -229,9 +262,10 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
     for mode, n in workloads:
         for key, label, _, _ in WALL_CONDS:
             rs = [r for r in runs if r["mode"] == mode and r["threads"] == n and r["cond"] == key
-                  and "error" not in r]
-            errs = [r["error"] for r in runs if r["mode"] == mode and r["threads"] == n
-                    and r["cond"] == key and "error" in r]
+                  and "error" not in r and "skipped" not in r]
+            errs = [r.get("error") or "not run: " + r["skipped"] for r in runs
+                    if r["mode"] == mode and r["threads"] == n and r["cond"] == key
+                    and ("error" in r or "skipped" in r)]
             table.append({"mode": mode, "threads": n, "cond": key, "label": label,
                           "process_cpu_pct": summarize([r["process_cpu_pct"] for r in rs]),
                           "bpf_outside_pct": summarize([r["bpf_outside_pct"] for r in rs]),
@@ -240,6 +274,9 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
                           "keeps_up": summarize([r["keeps_up"] for r in rs]),
                           "tick_us": summarize([r["detail"].get("tick_us") for r in rs]),
                           "workload_cpu_pct": summarize([r["workload_cpu_pct"] for r in rs]),
+                          "run_s": summarize([r["run_s"] for r in rs]),
+                          "stop_s": summarize([r["stop_s"] for r in rs]),
+                          "killed": sum(r["rc"] == -9 for r in rs),
                           "failed": errs[:1]})
     return {"rate": rate, "seconds": secs, "runs": runs, "table": table}
 
