@@ -535,7 +535,7 @@ def _wall_md(s):
     else:
         L.append("7d. Sampler CPU, %% of one core, at %d Hz on one process of N threads "
                  "(`bench_workloads/many_threads.py`: blocked on an Event, or each sleeping "
-                 "50 ms in a loop), %.0f s windows, bpf_stats on.  Process: the profiler's "
+                 "50 ms in a loop), %.1f s windows, bpf_stats on.  Process: the profiler's "
                  "utime+stime, which holds the task iterator's run time (it runs in pysight's "
                  "read(); shown apart as \"of it, iterator\").  BPF: pysight's other programs' "
                  "run time, which runs in other tasks' context.  Keeps up: ticks (sweep) or "

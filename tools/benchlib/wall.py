@@ -322,13 +322,16 @@ def wall_agent(ctx, nprocs, warm, secs):
                     except subprocess.TimeoutExpired:
                         common.kill_group(agent)
                         agent.wait(10)
+                with open(os.path.join(d, "agent.log"), errors="replace") as f:
+                    health = [ln.strip() for ln in f if "agent:" in ln and "samples" in ln]
                 costs = _prog_costs(st0, st1)
                 wall = t1 - t0
                 dn = common.cpu_delta_ns(r0, r1)
                 outside = sum(c["run_time_ns"] for n, c in costs.items() if n != ITER_PROG)
                 row = {"cond": key, "label": label, "wall": wall, "progs": costs,
                        "process_cpu_pct": None if dn is None else 100 * dn / 1e9 / wall,
-                       "bpf_outside_pct": 100 * outside / 1e9 / wall, "vm_hwm_kib": rss}
+                       "bpf_outside_pct": 100 * outside / 1e9 / wall, "vm_hwm_kib": rss,
+                       "last_health": health[-1] if health else None}
                 if row["process_cpu_pct"] is not None:
                     row["total_cpu_pct"] = row["process_cpu_pct"] + row["bpf_outside_pct"]
                 rows.append(row)
