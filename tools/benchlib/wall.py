@@ -368,9 +368,9 @@ def section_wall(ctx):
                                              1.5 if q else 2.0, PINGPONG_CONDS, "wall")),
         ("accuracy", lambda: wall_accuracy(ctx, 1 if q else 2, 2.0 if q else 4.0,
                                            [100, 200, 1000])),
-        ("cost", lambda: wall_sampler_cost(ctx, 1 if q else 2, 2.0 if q else 2.5, workloads)),
-        ("agent", lambda: wall_agent(ctx, ctx.args.procs, 10.0 if q else 15.0,
-                                     15.0 if q else 30.0)),
+        ("cost", lambda: wall_sampler_cost(ctx, 1 if q else 2, 1.5 if q else 2.5, workloads)),
+        ("agent", lambda: wall_agent(ctx, ctx.args.procs, 8.0 if q else 15.0,
+                                     12.0 if q else 30.0)),
     )
     res = {}
     for name, fn in parts:
