@@ -312,20 +312,49 @@ def percpu_value(map_id, key):
     return total
 
 
+SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+BPF_ENABLE_STATS, BPF_STATS_RUN_TIME = 32, 0  # include/uapi/linux/bpf.h
+
+
+def _enable_stats_fd():
+    """bpf(BPF_ENABLE_STATS): run-time stats while the fd is open (5.8+),
+    counted apart from the sysctl, so another session that sets
+    kernel.bpf_stats_enabled back to 0 does not stop them.  None if it
+    cannot."""
+    import ctypes
+    if SYS_BPF is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(BPF_STATS_RUN_TIME.to_bytes(4, "little"), 8)
+    fd = libc.syscall(SYS_BPF, BPF_ENABLE_STATS, attr, 8)
+    return fd if fd >= 0 else None
+
+
 class BpfStats:
-    """kernel.bpf_stats_enabled=1 for the duration; restored afterwards."""
+    """BPF run-time stats on for the duration.  A BPF_ENABLE_STATS fd keeps
+    them on without touching kernel.bpf_stats_enabled, which another
+    session on a shared host may write back to 0 in the meantime (that
+    zeroed some windows' BPF figures); where that call fails, the sysctl
+    is set to 1 and restored afterwards."""
     PATH = "/proc/sys/kernel/bpf_stats_enabled"
 
     def __enter__(self):
-        with open(self.PATH) as f:
-            self.old = f.read().strip()
-        with open(self.PATH, "w") as f:
-            f.write("1")
+        self.old = None
+        self.fd = _enable_stats_fd()
+        if self.fd is None:
+            log("BPF_ENABLE_STATS failed: setting %s" % self.PATH)
+            with open(self.PATH) as f:
+                self.old = f.read().strip()
+            with open(self.PATH, "w") as f:
+                f.write("1")
         return self
 
     def __exit__(self, *exc):
-        with open(self.PATH, "w") as f:
-            f.write(self.old)
+        if self.fd is not None:
+            os.close(self.fd)
+        if self.old is not None:
+            with open(self.PATH, "w") as f:
+                f.write(self.old)
         return False
 
 

@@ -167,12 +167,15 @@ def _start(tool, argv, out):
     return proc, LineReader(proc.stderr)
 
 
-def attach(tool, pids, rate, outdir, tag, threads=False, duration=None, extra=()):
+def attach(tool, pids, rate, outdir, tag, threads=False, duration=None, extra=(), wall=False,
+           out=None):
     """Start `tool` on running pids.  pids=None: pysight host-wide.
-    extra: more pysight options (--mode wall, --cgroup PATH)."""
+    extra: more pysight options (--mode wall, --cgroup PATH).  wall: py-spy
+    --idle and austin without -s (pysight's mode is in extra).  out: one
+    output file for every instance (/dev/null when only the cost counts)."""
     procs, readers, outs, argvs = [], [], [], []
     if tool == "pysight":
-        out = os.path.join(outdir, "%s.folded" % tag)
+        out = out or os.path.join(outdir, "%s.folded" % tag)
         argv = [PYSIGHT, "record", "-r", rate, "-o", out]
         for pid in pids or []:
             argv += ["-p", pid]
@@ -184,18 +187,17 @@ def attach(tool, pids, rate, outdir, tag, threads=False, duration=None, extra=()
         p, r = _start(tool, argv, out)
         procs, readers, outs, argvs = [p], [r], [out], [argv]
     else:
+        fixed = out
         for i, pid in enumerate(pids):
-            out = os.path.join(outdir, "%s-%d.%s" % (tag, i, "austin" if tool == "austin" else "raw"))
+            out = fixed or os.path.join(outdir, "%s-%d.%s" % (tag, i, "austin" if tool == "austin"
+                                                             else "raw"))
             if tool == "austin":
-                argv = [AUSTIN, "-s", "-i", "%dus" % round(1e6 / rate), "-o", out, "-p", pid]
+                argv = [AUSTIN] + _austin_opts(rate, wall) + ["-o", out, "-p", pid]
                 if duration:
                     argv[1:1] = ["-x", str(max(1, round(duration)))]
             else:
-                argv = [PYSPY, "record", "-r", rate, "-f", "raw", "-o", out, "-p", pid]
-                if tool == "py-spy-nb":
-                    argv.append("--nonblocking")
-                if threads:
-                    argv.append("--threads")
+                argv = [PYSPY, "record"] + _pyspy_opts(tool, rate, wall, threads) + ["-o", out,
+                                                                                   "-p", pid]
                 if duration:
                     argv += ["-d", max(1, round(duration))]
             p, r = _start(tool, argv, out)
@@ -206,16 +208,31 @@ def attach(tool, pids, rate, outdir, tag, threads=False, duration=None, extra=()
     return Running(tool, procs, readers, outs, [[str(a) for a in a_] for a_ in argvs])
 
 
-def launch_argv(tool, rate, out, command):
-    """argv that has `tool` start `command` and profile it to exit."""
-    if tool == "pysight":
-        return [PYSIGHT, "record", "-r", rate, "-o", out, "--"] + command
-    if tool == "austin":
-        return [AUSTIN, "-s", "-i", "%dus" % round(1e6 / rate), "-o", out] + command
-    argv = [PYSPY, "record", "-r", rate, "-f", "raw", "-o", out]
+def _austin_opts(rate, wall):
+    # without -s austin samples wall time, idle threads included
+    return ([] if wall else ["-s"]) + ["-i", "%dus" % round(1e6 / rate)]
+
+
+def _pyspy_opts(tool, rate, wall, threads):
+    argv = ["-r", rate, "-f", "raw"]
+    if wall:
+        argv.append("--idle")
     if tool == "py-spy-nb":
         argv.append("--nonblocking")
-    return argv + ["--"] + command
+    if threads:
+        argv.append("--threads")
+    return argv
+
+
+def launch_argv(tool, rate, out, command, wall=False, threads=False, extra=()):
+    """argv that has `tool` start `command` and profile it to exit.  wall
+    and threads as in attach(); extra: more pysight options."""
+    if tool == "pysight":
+        return ([PYSIGHT, "record", "-r", rate, "-o", out] + (["--threads"] if threads else [])
+                + list(extra) + ["--"] + command)
+    if tool == "austin":  # austin always says the thread
+        return [AUSTIN] + _austin_opts(rate, wall) + ["-o", out] + command
+    return [PYSPY, "record"] + _pyspy_opts(tool, rate, wall, threads) + ["-o", out, "--"] + command
 
 
 # --------------------------------------------------------------------------
@@ -255,7 +272,22 @@ def parse_austin_stderr(text):
     m = re.search(r"Error rate : \S*?(\d+)/(\d+)", text)
     if m:
         res.update(errors=int(m.group(1)), samples=int(m.group(2)))
+    m = re.search(r"Long sampling rate : \S*?(\d+)/(\d+)", text)
+    if m:  # samples that took longer than the interval: it fell behind
+        res["long"] = int(m.group(1))
     return res
+
+
+def parse_sweep_summary(text):
+    """pysight's "sampled sweep: N ticks, X us each (Y us of it reading
+    stacks), S stacks read of R thread records" line."""
+    m = re.search(r"sampled sweep: (\d+) ticks, ([\d.]+) us each \(([\d.]+) us of it reading "
+                  r"stacks\), (\d+) stacks read of (\d+) thread records", text)
+    if not m:
+        return {}
+    return {"ticks": int(m.group(1)), "tick_us": float(m.group(2)),
+            "stack_read_us": float(m.group(3)), "stacks_read": int(m.group(4)),
+            "thread_records": int(m.group(5))}
 
 
 _FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
@@ -346,3 +378,43 @@ def is_bad_frame(frame):
 def short_name(name):
     """Last component of a qualname: Beta.beta_work -> beta_work."""
     return name if name.startswith("<") else name.rsplit(".", 1)[-1]
+
+
+_TID_RE = re.compile(r"^(?:thread (\d+)|thread \((\d+)\)|T\d+:(\d+))")
+
+
+def wall_totals(tool, path, rate, functions=()):
+    """Wall seconds in a wall-mode profile: ({function: s}, {tid: s}).  A
+    function's seconds are every stack through it (the first of
+    `functions` on the stack wins); a thread's, every stack under its root
+    (pysight and py-spy with --threads: "thread TID (NAME)", "thread (TID):
+    NAME"; austin: "T<iid>:TID").  pysight's wall profile and austin's wall
+    metric count microseconds, py-spy counts samples at `rate`."""
+    funcs = dict.fromkeys(functions, 0.0)
+    threads = {}
+    if not os.path.exists(path):
+        return funcs, threads
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            stack, _, count = line.rpartition(" ")
+            try:
+                value = int(count.split(",")[0])
+            except ValueError:
+                continue
+            secs = value / 1e6 if tool in ("pysight", "austin") else value / rate
+            parts = stack.split(";")
+            for p in parts[:2]:
+                m = _TID_RE.match(p)
+                if m:
+                    tid = int(next(g for g in m.groups() if g))
+                    threads[tid] = threads.get(tid, 0.0) + secs
+                    break
+            for fn in functions:
+                # pysight/py-spy: "burn_phase (file:line)"; austin: "file:burn_phase:line"
+                if (";%s (" % fn) in ";" + stack or (":%s:" % fn) in stack:
+                    funcs[fn] += secs
+                    break
+    return funcs, threads

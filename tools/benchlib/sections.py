@@ -870,12 +870,20 @@ SLOWDOWN_CONDS = {
 
 
 def _pingpong_run(ctx, kind, key, opts, how, secs):
+    """One ping-pong run.  opts: None (no profiler), "empty" (the empty
+    programs), "py-spy" or "austin" (in wall mode, -p it), else pysight's
+    options, pointed as `how` says."""
     wl = _pingpong_procs(ctx, kind, secs)
     idle = run = loader = None
     try:
         if opts == "empty":
             exe, obj = _empty_hooks(ctx)
             loader = common.start_ready([exe, obj] + list(how or []), stdin=subprocess.PIPE)
+            time.sleep(0.3)
+        elif opts in ("py-spy", "austin"):
+            run = profilers.attach(opts, [wl[0].pid], 100, ctx.outdir,
+                                   ctx.tag("pp-%s-%s" % (kind, key)), wall=True)
+            run.wait_ready()
             time.sleep(0.3)
         elif opts is not None:
             if how == "other":
@@ -900,29 +908,31 @@ def _pingpong_run(ctx, kind, key, opts, how, secs):
     return {"kind": kind, "cond": key, "rate": out["rate"], "round_trips": out["round_trips"]}
 
 
-def offcpu_slowdown(ctx, rounds, secs):
+def offcpu_slowdown(ctx, rounds, secs, conds=None, what="offcpu"):
     """Round trips per second of a pipe ping-pong (C) and a queue.Queue
-    ping-pong (Python), with no profiler and with pysight in each mode.
-    bpf_stats off: it adds its own cost to every run."""
+    ping-pong (Python), with no profiler and with pysight in each mode
+    (or `conds`, as SLOWDOWN_CONDS).  bpf_stats off: it adds its own cost
+    to every run."""
+    conds = conds or SLOWDOWN_CONDS
     runs = []
     for rnd in range(rounds):
         for kind in ("c", "py"):
-            for key, label, opts, how in _rotate(SLOWDOWN_CONDS[kind], rnd):
+            for key, label, opts, how in _rotate(conds[kind], rnd):
                 try:
                     r = _pingpong_run(ctx, kind, key, opts, how, secs)
                     r["round"] = rnd
                     runs.append(r)
-                    log("offcpu slowdown %s round %d %s: %.0f round trips/s"
-                        % (kind, rnd + 1, key, r["rate"]))
+                    log("%s slowdown %s round %d %s: %.0f round trips/s"
+                        % (what, kind, rnd + 1, key, r["rate"]))
                 except Exception as e:
-                    log("offcpu slowdown %s %s FAILED: %s" % (kind, key, e))
+                    log("%s slowdown %s %s FAILED: %s" % (what, kind, key, e))
                     runs.append({"kind": kind, "cond": key, "round": rnd, "error": str(e)})
     table = []
     for kind in ("c", "py"):
         ok = [r for r in runs if r["kind"] == kind and "error" not in r]
         none = {r["round"]: r["rate"] for r in ok if r["cond"] == "none"}
         nmed = summarize(list(none.values()))
-        for key, label, _, _ in SLOWDOWN_CONDS[kind]:
+        for key, label, _, _ in conds[kind]:
             rs = [r for r in ok if r["cond"] == key]
             if key == "none":
                 sd = summarize([100 * (1 - v / nmed["median"]) for v in none.values()]) if nmed else None
@@ -940,50 +950,18 @@ WALL_LABELS = {"pysight": "pysight --mode wall", "py-spy": "py-spy --idle",
 PHASES = {"burn_phase": "burn", "sleep_phase": "sleep", "lock_phase": "lock"}
 
 
-def _wall_argv(tool, rate, out, command):
-    if tool == "pysight":
-        return [profilers.PYSIGHT, "record", "--mode", "wall", "-r", rate, "-o", out,
-                "--"] + command
-    if tool == "austin":  # without -s austin samples wall time
-        return [profilers.AUSTIN, "-i", "%dus" % round(1e6 / rate), "-o", out] + command
-    argv = [profilers.PYSPY, "record", "--idle", "-r", rate, "-f", "raw", "-o", out]
-    if tool == "py-spy-nb":
-        argv.append("--nonblocking")
-    return argv + ["--"] + command
-
-
-def _phase_seconds(tool, path, rate):
-    """Seconds each phase function is on the stack, as the tool reports it:
-    pysight's wall profile counts microseconds, austin's wall metric is
-    microseconds, py-spy counts samples at `rate`."""
-    secs = dict.fromkeys(PHASES.values(), 0.0)
-    if not os.path.exists(path):
-        return secs
-    with open(path, errors="replace") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line or line.startswith("#"):
-                continue
-            stack, _, count = line.rpartition(" ")
-            try:
-                value = int(count.split(",")[0])
-            except ValueError:
-                continue
-            for fn, phase in PHASES.items():
-                # pysight/py-spy: "burn_phase (file:line)"; austin: "file:burn_phase:line"
-                if (";%s (" % fn) in ";" + stack or (":%s:" % fn) in stack:
-                    secs[phase] += value / 1e6 if tool in ("pysight", "austin") else value / rate
-                    break
-    return secs
-
-
-def offcpu_accuracy_run(ctx, tool, seconds, rate):
+def offcpu_accuracy_run(ctx, tool, seconds, rate, extra=("--mode", "wall"), threads=False):
+    """The cycle launched by `tool` in wall mode (pysight with `extra`).
+    With threads, also each thread's time in the profile against its own
+    clock (the threads the workload timed: its worker)."""
     tag = ctx.tag("wall-%s" % tool)
     result = os.path.join(ctx.outdir, tag + ".json")
     out = os.path.join(ctx.outdir, tag + (".austin" if tool == "austin" else ".folded"))
     cmd = [ctx.python, os.path.join(TEST_WORKLOADS, "offcpu.py"), "cycle", str(seconds), result]
-    proc = common.start([str(a) for a in _wall_argv(tool, rate, out, cmd)],
-                        stderr=subprocess.PIPE, text=True, errors="replace")
+    argv = profilers.launch_argv(tool, rate, out, cmd, wall=True, threads=threads,
+                                 extra=extra if tool == "pysight" else ())
+    proc = common.start([str(a) for a in argv], stderr=subprocess.PIPE, text=True,
+                        errors="replace")
     reader = common.LineReader(proc.stderr)
     rc, _ = common.wait_rusage(proc, seconds * 8 + 60)
     reader.join()
@@ -991,13 +969,25 @@ def offcpu_accuracy_run(ctx, tool, seconds, rate):
         raise RuntimeError("%s: workload wrote no result (rc %s):\n%s"
                            % (tool, rc, reader.text[-2000:]))
     with open(result) as f:
-        truth = json.load(f)["phases"]
-    seen = _phase_seconds(tool, out, rate)
+        doc = json.load(f)
+    truth = doc["phases"]
+    funcs, by_tid = profilers.wall_totals(tool, out, rate, PHASES)
+    seen = {PHASES[fn]: v for fn, v in funcs.items()}
+    per_thread = {}
+    if threads:
+        for tid, t in doc["threads"].items():
+            got = by_tid.get(int(tid))
+            per_thread[t["name"]] = {"clock_s": t["elapsed"], "seen_s": got,
+                                     "seen_over_clock": got / t["elapsed"] if got else None}
     tsum, ssum = sum(truth.values()), sum(seen.values())
     share = {k: 100.0 * v / ssum if ssum else None for k, v in seen.items()}
     want = {k: 100.0 * v / tsum for k, v in truth.items()}
     errs = [abs(share[k] - want[k]) for k in truth if share[k] is not None]
+    errs_t = [abs(100 * (v["seen_over_clock"] - 1)) if v["seen_over_clock"] else 100.0
+              for v in per_thread.values()]
     return {"tool": tool, "rc": rc, "truth_s": truth, "seen_s": seen, "share": share,
+            "threads": per_thread, "thread_err_pct": max(errs_t) if errs_t else None,
+            "summary": profilers.parse_pysight_summary(reader.text) if tool == "pysight" else None,
             "truth_share": want, "error_pp": max(errs) if errs else None,
             "seen_over_truth": {k: seen[k] / truth[k] if truth[k] else None for k in truth},
             "total_over_truth": ssum / tsum if tsum else None}
@@ -1179,6 +1169,29 @@ def _rss_kib(pid):
     return None
 
 
+def start_agent(sink, tmp, extra=()):
+    """pysight agent at its defaults (and `extra`), exporting to sink, its
+    files under tmp, its log in tmp/agent.log."""
+    with open(os.path.join(tmp, "agent.log"), "w") as logf:
+        return common.start([profilers.PYSIGHT, "agent", "-v",
+                             "--otlp", "http://127.0.0.1:%d" % sink.port,
+                             "--spool", os.path.join(tmp, "spool"),
+                             "--socket", os.path.join(tmp, "sock"),
+                             "--snapshot-dir", os.path.join(tmp, "snaps")] + list(extra),
+                            stderr=logf)
+
+
+def light_procs(ctx, n, secs):
+    """n mostly idle Python processes (1 ms of work every 200 ms), running."""
+    procs = []
+    for i in range(n):
+        procs.append(common.start([ctx.python, ctx.wl("light.py"), secs, 1, 200],
+                                  stdout=subprocess.PIPE, text=True))
+    for p in procs:  # each prints "ready PID" once running
+        p.stdout.readline()
+    return procs
+
+
 def section_agent(ctx):
     """pysight agent at its defaults (19 Hz host-wide, OTLP every 15 s) on a
     host with --procs mostly idle Python processes: its own CPU share of
@@ -1191,17 +1204,8 @@ def section_agent(ctx):
     procs, agent, sink = [], None, _Sink()
     tmp = tempfile.mkdtemp(prefix="pysight-bench-agent-")
     try:
-        for i in range(n):
-            procs.append(common.start([ctx.python, ctx.wl("light.py"), secs + 120, 1, 200],
-                                      stdout=subprocess.PIPE, text=True))
-        for p in procs:
-            p.stdout.readline()
-        agent = common.start([profilers.PYSIGHT, "agent", "-v",
-                              "--otlp", "http://127.0.0.1:%d" % sink.port,
-                              "--spool", os.path.join(tmp, "spool"),
-                              "--socket", os.path.join(tmp, "sock"),
-                              "--snapshot-dir", os.path.join(tmp, "snaps")],
-                             stderr=open(os.path.join(tmp, "agent.log"), "w"))
+        procs += light_procs(ctx, n, secs + 120)
+        agent = start_agent(sink, tmp)
         time.sleep(20)              # start-up: every process found, code objects named
         points = []
         r0, t0 = common.cpu_reading(agent.pid), time.monotonic()
