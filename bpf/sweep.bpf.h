@@ -35,6 +35,7 @@ struct sweep_seen {
 	__u32 state;
 	__u8 on_cpu;
 	__u8 pad[3];
+	__u64 same_until;	/* last found unchanged, ktime ns */
 };
 
 struct {
@@ -119,14 +120,21 @@ static __always_inline int sweep_thread(struct task_struct *task,
 	struct sweep_seen *s, now = {};
 	struct thread_record *r;
 
+	if (!pass_now)
+		pass_now = bpf_ktime_get_ns();
 	now.switches = task->nvcsw + task->nivcsw;
 	now.state = task->__state;
 	now.on_cpu = task->on_cpu != 0;
 	s = bpf_task_storage_get(&sweep_seen, task, 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (s && !all && s->switches == now.switches &&
-	    s->state == now.state && s->on_cpu == now.on_cpu)
-		return 0;
+	/* unchanged: until now its time is its last record's (user space
+	 * must not split it with the next record's) */
+	if (s && s->switches == now.switches && s->state == now.state &&
+	    s->on_cpu == now.on_cpu) {
+		s->same_until = pass_now;
+		if (!all)
+			return 0;
+	}
 	r = bpf_ringbuf_reserve(&sweep_ring, sizeof(*r), 0);
 	if (!r) {
 		sweep_capped++;
@@ -134,6 +142,7 @@ static __always_inline int sweep_thread(struct task_struct *task,
 	}
 	__builtin_memset(r, 0, sizeof(*r));
 	thread_fill(r, task, proc, tgid);
+	r->same_until = s ? s->same_until : 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	if (s)
 		*s = now;

@@ -179,8 +179,12 @@ static void test_log(void)
 	      !memcmp(&v, map + 64, 8), "a read again from the copies");
 	CHECK(!remote__mem_read64(&copies, ADDR(map + 40), &v) &&
 	      !memcmp(&v, map + 40, 8), "inside a merged gap");
+	copies.log = &log;
+	log.missed = 0;
 	CHECK(remote__mem_read64(&copies, ADDR(map + 2 * page), &v) ==
-	      -EFAULT, "not read: no process behind copies");
+	      -EFAULT && log.missed == 1,
+	      "not read: no process behind copies, and the miss counted");
+	copies.log = NULL;
 	CHECK(remote__read_all(getpid(), log.regions, log.n, buf, 10) ==
 	      -EFAULT, "too small a buffer");
 	for (i = 0; i < 9; i++)

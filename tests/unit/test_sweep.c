@@ -4,6 +4,7 @@
  * nanosecond is known: the 20/50/30 ms burn/sleep/lock cycle, ticks at
  * jittered times, the scheduler's counts as the iterator reads them.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,19 +67,58 @@ static void record_at(struct sim *s, struct thread_record *r, __u64 t,
 	r->switches = t / CYCLE * 3 + (k == KIND_CPU ? 0 : k == KIND_SLEEP ? 1 : 2);
 }
 
+/*
+ * What BPF reports of the thread (sweep_thread in bpf/sweep.bpf.h): with
+ * moved, a record only when its switches or state changed since the last
+ * one, or at a tick over all threads (every second); the last tick that
+ * found it unchanged goes with the next record.  Returns whether to
+ * report r, and whether this tick is over all threads.
+ */
+struct bpf_side {
+	__u64 switches, same_until, next_all;
+	int kind;
+};
+
+static bool reported(struct bpf_side *b, struct thread_record *r, bool moved,
+		     bool last, bool *all)
+{
+	bool same = r->switches == b->switches && r->kind == b->kind;
+
+	*all = !moved || last || r->now >= b->next_all;
+	if (!moved)
+		return true;
+	if (same)
+		b->same_until = r->now;
+	if (same && !*all)
+		return false;
+	r->same_until = b->same_until;
+	b->same_until = 0;
+	b->switches = r->switches;
+	b->kind = r->kind;
+	if (*all)
+		b->next_all = r->now + 1000 * MS;
+	return true;
+}
+
 /* Sweep seconds of the cycle at hz; CPU weight is the perf samples'. */
-static void run(struct sim *s, double hz, double seconds, __u64 lag)
+static void run(struct sim *s, double hz, double seconds, __u64 lag,
+		bool moved)
 {
 	struct sweep *w = sweep__new(0, NULL);
+	struct bpf_side b = { ~0ULL, 0, 0, -1 };
 	struct thread_record r;
 	struct sweep_thread *t;
 	__u64 now = 1, end = (__u64)(seconds * 1e9);
 	unsigned int seed = 1;
+	bool all;
 
 	memset(s, 0, sizeof(*s));
 	while (w) {
-		sweep__begin(w);
 		record_at(s, &r, now, (now * 2654435761ULL) % (lag + 1));
+		if (!reported(&b, &r, moved, now >= end, &all))
+			goto next;
+		if (all)
+			sweep__begin(w);
 		t = sweep__thread(w, &r);
 		if (sweep__needs_stack(t, &r)) {
 			s->reads++;
@@ -86,7 +126,9 @@ static void run(struct sim *s, double hz, double seconds, __u64 lag)
 					 SLEEP_STACK : LOCK_STACK);
 		}
 		sweep__account(t, &r, add, s);
-		sweep__end(w);
+		if (all)
+			sweep__end(w);
+next:
 		if (now >= end)
 			break;
 		now += (__u64)(1e9 / hz * (0.5 + rand_r(&seed) / (RAND_MAX + 1.0)));
@@ -96,12 +138,12 @@ static void run(struct sim *s, double hz, double seconds, __u64 lag)
 	sweep__free(w);
 }
 
-static void test_cycle(double hz, __u64 lag)
+static void test_cycle(double hz, __u64 lag, bool moved)
 {
 	double seconds = 20, total;
 	struct sim s;
 
-	run(&s, hz, seconds, lag);
+	run(&s, hz, seconds, lag, moved);
 	total = (double)s.w[KIND_SLEEP] + s.w[KIND_LOCK];
 	/* blocked time in all is exact, 80 ms of each 100, but for what
 	 * the ticks after the last block carry (the run ends burning: at
@@ -214,10 +256,15 @@ static void test_forgets_exited(void)
 
 int main(void)
 {
-	test_cycle(100, 0);
-	test_cycle(100, 4 * MS);	/* HZ=250: a tick of lag */
-	test_cycle(200, 4 * MS);
-	test_cycle(1000, 0);
+	test_cycle(100, 0, false);
+	test_cycle(100, 4 * MS, false);	/* HZ=250: a tick of lag */
+	test_cycle(200, 4 * MS, false);
+	test_cycle(1000, 0, false);
+	/* as BPF reports: threads that moved, and all every second */
+	test_cycle(100, 0, true);
+	test_cycle(100, 4 * MS, true);
+	test_cycle(200, 4 * MS, true);
+	test_cycle(1000, 0, true);
 	test_blocked_all_along();
 	test_forgets_exited();
 	return check_summary();

@@ -24,7 +24,8 @@ struct obs {
 struct sweep_thread {
 	__u32 tid;
 	bool met;		/* by the tick in progress */
-	__u64 at_ns, ran_ns, run_delay_ns;	/* at the last tick */
+	__u64 at_ns, ran_ns, run_delay_ns;	/* at the last record */
+	__u64 switches;				/* at the last record */
 	struct obs prev;	/* what the last tick saw */
 	struct obs last_block;	/* the last block a tick saw, */
 	__u64 last_block_switches;	/* at this switch count */
@@ -201,8 +202,10 @@ static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 	return add(ctx, stack, KIND_RUNQUEUE, ns);
 }
 
-int sweep__account(struct sweep_thread *t, const struct thread_record *r,
-		   sweep_add_fn add, void *ctx)
+/* The weight since the last record, the thread seen off the CPU under
+ * stack. */
+static int account(struct sweep_thread *t, const struct thread_record *r,
+		   const void *stack, sweep_add_fn add, void *ctx)
 {
 	struct obs cur = { NULL, r->on_cpu ? KIND_CPU : r->kind };
 	__u64 dt, cpu, rq;
@@ -210,7 +213,7 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 	int err;
 
 	if (!r->on_cpu)
-		cur.stack = t->stack;
+		cur.stack = stack;
 	dt = grew(r->now, t->at_ns);
 	cpu = grew(r->ran_ns, t->ran_ns);
 	rq = grew(r->run_delay_ns, t->run_delay_ns);
@@ -229,8 +232,48 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 	t->at_ns = r->now;
 	t->ran_ns = r->ran_ns;
 	t->run_delay_ns = r->run_delay_ns;
+	t->switches = r->switches;
 	t->prev = cur;
 	return err;
+}
+
+/*
+ * The time since the thread's last record that the sweep found it
+ * unchanged in (up to r->same_until): the last record's state carried on,
+ * accounted as a record like it at that time.  Only the rest, since the
+ * last pass that found it so, is a transition to split.  Without this a
+ * thread reported only when it moves had its 50 ms sleep split half and
+ * half with the lock wait that followed (sleep 39%, lock 38% of a
+ * 20/50/30 ms cycle).  Its counts then are its last record's, but for
+ * its CPU time when it was running (the rest goes to the transition).
+ */
+static int account_same(struct sweep_thread *t, const struct thread_record *r,
+			sweep_add_fn add, void *ctx)
+{
+	struct thread_record same = *r;
+	__u64 span;
+
+	if (r->same_until <= t->at_ns || r->same_until > r->now)
+		return 0;
+	span = r->same_until - t->at_ns;
+	same.now = r->same_until;
+	same.same_until = 0;
+	same.switches = t->switches;
+	same.on_cpu = t->prev.kind == KIND_CPU;
+	same.kind = t->prev.kind;
+	same.ran_ns = t->ran_ns + (same.on_cpu ? span : 0);
+	if (same.ran_ns > r->ran_ns)
+		same.ran_ns = r->ran_ns;
+	same.run_delay_ns = t->run_delay_ns;
+	return account(t, &same, t->prev.stack, add, ctx);
+}
+
+int sweep__account(struct sweep_thread *t, const struct thread_record *r,
+		   sweep_add_fn add, void *ctx)
+{
+	int err = account_same(t, r, add, ctx);
+
+	return err ? err : account(t, r, t->stack, add, ctx);
 }
 
 void sweep__end(struct sweep *w)

@@ -262,7 +262,7 @@ static bool walk_again(pid_t pid, struct stackread_plan *p,
 		       struct stackread *out)
 {
 	struct remote_mem copies = { .pid = pid, .copies = p->log.regions,
-				     .ncopies = p->log.n };
+				     .ncopies = p->log.n, .log = &p->log };
 	size_t size = remote__size(p->log.regions, p->log.n);
 	void *buf;
 
@@ -277,9 +277,13 @@ static bool walk_again(pid_t pid, struct stackread_plan *p,
 	}
 	if (remote__read_all(pid, p->log.regions, p->log.n, p->buf, p->size))
 		return false;
+	/* a read the copies did not hold is a stack that moved, even where
+	 * the walk takes a failed read as a frame to skip (3.13+) */
+	p->log.missed = 0;
 	walk(&copies, proc, thread_key, p->tstate, out);
-	return out->status == ST_COMPLETE || out->status == ST_IDLE ||
-	       out->status == ST_TRUNCATED;
+	return !p->log.missed &&
+	       (out->status == ST_COMPLETE || out->status == ST_IDLE ||
+		out->status == ST_TRUNCATED);
 }
 
 int stackread__thread_planned(pid_t pid, const struct py_proc *proc,

@@ -172,8 +172,11 @@ int remote__mem_read(const struct remote_mem *mem, uint64_t addr, void *buf,
 		return err;
 	}
 	c = copy_of(mem, addr, &room);
-	if (!len || room < len)
+	if (!len || room < len) {
+		if (mem->log)
+			mem->log->missed++;
 		return -EFAULT;
+	}
 	memcpy(buf, (const uint8_t *)c->data + (addr - c->addr), len);
 	return 0;
 }

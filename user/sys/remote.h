@@ -40,6 +40,7 @@ struct remote_log {
 	struct remote_copy *regions;
 	int n, cap, max;
 	bool over;
+	int missed;		/* reads of copies that they did not hold */
 };
 
 /*
@@ -47,7 +48,8 @@ struct remote_log {
  * those copies alone, never the process (what they were copied from, and
  * maybe the process, is gone).  Readers take one, so their signatures say
  * which memory they read.  log, when set, notes each region read from
- * the process.
+ * the process, and counts the reads copies did not hold (a reader may
+ * take a failed read as a fact of the target, not a miss of the copies).
  */
 struct remote_mem {
 	pid_t pid;
