@@ -492,9 +492,14 @@ def test_short_blocks_keep_their_split(ointerp, procs, staging, workdir):
     assert abs(total - t["elapsed"]) <= allowed, \
         "%s: the blocker's time in the profile is %.3f s, it ran %.3f s\n%s" % (
             ointerp.id, total, t["elapsed"], prof.top(12))
-    # every sleep is in short_wait: a sleep put under pace() is a stack
-    # read after the thread had woken and gone on
-    assert slept.get("short_wait", 0) >= 0.9 * sum(slept.values()), \
+    # every sleep is under the blocker's own code.  Not all of it under
+    # short_wait: the sweep reads an off-CPU thread's stack from user
+    # space after the tick's record, tens of microseconds later, and a
+    # 20 us sleep is over by then, so the read finds the thread in pace()
+    # or between the two (docs/DESIGN.md, "The sampled sweep").  A block
+    # of a millisecond or more is read where it waits (the cycle test).
+    own = {"short_wait", "pace", "pingpong.<locals>.blocker", "blocker"}
+    assert slept and set(slept) <= own, \
         "%s: sleep by function %s" % (ointerp.id, slept)
 
 
