@@ -8,6 +8,7 @@ const volatile __u32 self_pid = 0;
 const volatile __u8 mode = PYSIGHT_MODE_CPU;	/* --mode */
 const volatile bool gil_only = false;		/* --gil */
 const volatile bool kernel_stacks = false;	/* --kernel-stacks */
+const volatile bool sweep = false;		/* --offcpu=sweep */
 const volatile __u64 walk_below_ns = 1000000;	/* see switch_in() */
 const volatile __u64 period_ns = 10000000;	/* the mean sampling period */
 

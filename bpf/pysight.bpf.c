@@ -53,7 +53,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	proc = python_of(task, &tgid, false, false);
 	if (!proc || (iter_tgid && tgid != iter_tgid))
 		return 0;
-	thread_fill(&r, task, proc, tgid);
+	thread_fill(&r, task, proc, tgid, bpf_ktime_get_ns());
 	if (iter_mode == ITER_LIST) {
 		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 		return 0;
@@ -197,6 +197,8 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 	struct py_proc *proc;
 	bool told;
 
+	if (sweep)
+		sweep_exit(p);
 	bpf_map_delete_elem(&tstates, &tid);
 	bpf_map_delete_elem(&cpu_last, &tid);
 	if (!bpf_task_storage_delete(&threads, p))

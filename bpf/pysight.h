@@ -265,7 +265,10 @@ struct thread_record {
 	__u64 cgroup_id;	/* its cgroup v2 */
 	__u8 kind;		/* enum sample_kind when off the CPU */
 	__u8 on_cpu;
-	__u8 pad[6];
+	__u8 exiting;		/* the sweep: its last record, from its exit */
+	__u8 pad;
+	__s32 kstack;		/* the sweep, --kernel-stacks: its kernel
+				 * stack when it last switched out, -1 */
 	char comm[PYSIGHT_COMM_LEN];
 	/* the scheduler's own counts, for the sampled sweep (--offcpu=sweep) */
 	__u64 now;		/* ktime ns when this record was taken */

@@ -17,11 +17,9 @@
  * helper call each (0.54 us a task before, with the rest of the record).
  */
 static __always_inline void sweep_counts(struct task_struct *task,
-					 struct thread_record *r)
+					 struct thread_record *r, __u64 now)
 {
-	if (!pass_now)
-		pass_now = bpf_ktime_get_ns();
-	r->now = pass_now;
+	r->now = now;
 	r->start_time = task->start_time;
 	r->ran_ns = task->se.sum_exec_runtime;
 	if (bpf_core_field_exists(task->sched_info.run_delay))
@@ -36,7 +34,36 @@ struct sweep_seen {
 	__u8 on_cpu;
 	__u8 pad[3];
 	__u64 same_until;	/* last found unchanged, ktime ns */
+	__u64 kstack_at;	/* its kernel stack's switch count + 1, 0 */
+	__s32 kstack;		/* that stack's id in task_kstacks */
+	__u32 pad2;
 };
+
+struct kstack_buf {
+	__u64 ips[PYSIGHT_KSTACK_DEPTH];	/* leaf first, 0 past the end */
+};
+
+/*
+ * The sweep's kernel stacks (--kernel-stacks), by an id that is a hash
+ * of their addresses: threads blocked in the same place share one, and
+ * user space reads them as it reads kstacks (sampler__kernel_stack).  A
+ * stack trace map cannot hold them, as bpf_get_stackid() takes only the
+ * current task's; the LRU bounds them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct kstack_buf);
+} task_kstacks SEC(".maps");
+
+/* 1 KiB: more than a program's stack can spare */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kstack_buf);
+} kstack_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -90,7 +117,8 @@ extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
 /* A thread of Python process proc, as the task iterators report it. */
 static __always_inline void thread_fill(struct thread_record *r,
 					struct task_struct *task,
-					struct py_proc *proc, __u32 tgid)
+					struct py_proc *proc, __u32 tgid,
+					__u64 now)
 {
 	r->tgid = tgid;
 	r->tid = task->pid;
@@ -100,8 +128,57 @@ static __always_inline void thread_fill(struct thread_record *r,
 	r->on_cpu = task->on_cpu != 0;
 	r->cgroup_id = task->cgroups->dfl_cgrp->kn->id;
 	r->kind = r->on_cpu ? KIND_CPU : classify(task, proc, r->state, false);
+	r->kstack = -1;
 	BPF_CORE_READ_STR_INTO(&r->comm, task, comm);
-	sweep_counts(task, r);
+	sweep_counts(task, r, now);
+}
+
+static __always_inline bool kstack_same(const struct kstack_buf *a,
+					const struct kstack_buf *b)
+{
+	int i;
+
+	for (i = 0; i < PYSIGHT_KSTACK_DEPTH; i++)
+		if (a->ips[i] != b->ips[i])
+			return false;
+	return true;
+}
+
+/*
+ * An off-CPU thread's kernel stack, as its id in task_kstacks, or -1.
+ * It is taken again only when the thread has switched since it was last
+ * taken: a thread blocked for a minute costs one read.
+ * bpf_get_task_stack() leaves out the scheduler's own frames
+ * (stack_trace_save_tsk() skips them for a task that is not current), so
+ * its leaf is the function that blocked.
+ */
+static __always_inline __s32 sweep_kstack(struct task_struct *task,
+					  struct sweep_seen *s, __u64 switches)
+{
+	struct kstack_buf *b, *had;
+	__u32 zero = 0, id;
+	__u64 h = 0;
+	int i;
+
+	if (s && s->kstack_at == switches + 1)
+		return s->kstack;
+	b = bpf_map_lookup_elem(&kstack_scratch, &zero);
+	if (!b || bpf_get_task_stack(task, b->ips, sizeof(b->ips), 0) <= 0)
+		return -1;
+	for (i = 0; i < PYSIGHT_KSTACK_DEPTH; i++)
+		h = mix64(h ^ b->ips[i]);
+	id = (__u32)(h ^ (h >> 32)) & 0x7fffffff;
+	/* another stack of the same id is there: this one goes without */
+	if (bpf_map_update_elem(&task_kstacks, &id, b, BPF_NOEXIST)) {
+		had = bpf_map_lookup_elem(&task_kstacks, &id);
+		if (!had || !kstack_same(had, b))
+			return -1;
+	}
+	if (s) {
+		s->kstack = id;
+		s->kstack_at = switches + 1;
+	}
+	return id;
 }
 
 /*
@@ -120,6 +197,10 @@ static __always_inline int sweep_thread(struct task_struct *task,
 	struct sweep_seen *s, now = {};
 	struct thread_record *r;
 
+	/* its last counts came from its exit hook (sweep_exit): listed
+	 * after them, it is not a thread any more */
+	if (task->flags & PF_EXITING)
+		return 0;
 	if (!pass_now)
 		pass_now = bpf_ktime_get_ns();
 	now.switches = task->nvcsw + task->nivcsw;
@@ -141,12 +222,49 @@ static __always_inline int sweep_thread(struct task_struct *task,
 		return -1;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
-	thread_fill(r, task, proc, tgid);
+	thread_fill(r, task, proc, tgid, pass_now);
 	r->same_until = s ? s->same_until : 0;
+	if (kernel_stacks && !r->on_cpu)
+		r->kstack = sweep_kstack(task, s, now.switches);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	if (s)
-		*s = now;
+	if (s) {
+		s->switches = now.switches;
+		s->state = now.state;
+		s->on_cpu = now.on_cpu;
+		s->same_until = 0;
+	}
 	return 0;
+}
+
+/*
+ * A thread of a swept process exits: its last counts, so that the time
+ * since its last record is not lost (sweep__final in user space).  Into
+ * the sweep's ring, in order with the ticks' records; user space reads
+ * that ring before it handles the process's EV_EXIT, sent after this.
+ */
+static __always_inline void sweep_exit(struct task_struct *task)
+{
+	struct sweep_seen *s;
+	struct thread_record *r;
+	struct py_proc *proc;
+	__u32 tgid;
+
+	proc = python_of(task, &tgid, true, false);
+	if (!proc)
+		return;
+	s = bpf_task_storage_get(&sweep_seen, task, 0, 0);
+	if (!s)		/* never reported: nothing of it to end */
+		return;
+	r = bpf_ringbuf_reserve(&sweep_ring, sizeof(*r), 0);
+	if (!r) {
+		sweep_capped++;
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	thread_fill(r, task, proc, tgid, bpf_ktime_get_ns());
+	r->exiting = 1;
+	r->same_until = s->switches == r->switches ? s->same_until : 0;
+	bpf_ringbuf_submit(r, 0);
 }
 
 /*

@@ -47,7 +47,7 @@ static const struct argp_option session_options[] = {
 	{ "idle", OPT_IDLE, NULL, 0, "py-spy's name for --mode wall", 0 },
 	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
-	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: sweep (default: every moved thread's state at each tick, nothing on switches, under 1% of a CPU) or trace (every context switch of the host, a Python thread's stack as it leaves the CPU: exact, but 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target; needed by --kernel-stacks for now)", 0 },
+	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: sweep (default: every moved thread's state at each tick, nothing on switches, under 1% of a CPU) or trace (every context switch of the host, a Python thread's stack as it leaves the CPU: exact, but 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target)", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
@@ -185,10 +185,6 @@ int session__parse(struct session *s, const struct argp *argp, int argc,
 		return 2;
 	if (s->o.command && s->o.npids)
 		usage_error("give -p or a command, not both");
-	/* the sweep reads no kernel stacks yet: one from the task at the
-	 * tick (bpf_get_task_stack) is what it needs */
-	if (s->o.sweep && s->o.kernel_stacks && s->o.mode != MODE_CPU)
-		usage_error("--kernel-stacks needs --offcpu=trace until the sweep reads kernel stacks");
 	return 0;
 }
 

@@ -254,6 +254,49 @@ static void test_forgets_exited(void)
 	sweep__free(w);
 }
 
+/*
+ * A thread started at the recording's start sleeps until 310 ms and
+ * exits 0.2 ms after it wakes, having run 0.1 ms.  A tick saw it asleep
+ * at 10 ms, and the ticks found it unchanged until 308 ms; its exit
+ * hook's record is its last.  All its life but the 0.1 ms it ran is the
+ * sleep's, though no tick saw the sleep end.
+ */
+static void test_final(void)
+{
+	struct sweep *w = sweep__new(0, count_free);
+	struct thread_record r;
+	struct sweep_thread *t;
+	struct sim s = {};
+
+	memset(&r, 0, sizeof(r));
+	r.tid = 12;
+	r.start_time = 1;
+	r.kind = KIND_SLEEP;
+	r.now = 10 * MS;
+	r.switches = 1;
+	t = w ? sweep__thread(w, &r) : NULL;
+	if (!t) {
+		CHECK(0, "no sweep");
+		sweep__free(w);
+		return;
+	}
+	sweep__set_stack(t, &r, SLEEP_STACK);
+	sweep__account(t, &r, add, &s);
+	r.now = 310 * MS + MS / 5;	/* woke at 310 ms, ran 0.1 ms */
+	r.on_cpu = 1;
+	r.kind = KIND_CPU;
+	r.switches = 2;
+	r.ran_ns = MS / 10;
+	r.same_until = 308 * MS;
+	r.exiting = 1;
+	CHECK(!sweep__final(w, t, &r, add, &s), "final");
+	CHECK(s.w[KIND_SLEEP] == 310 * MS + MS / 5 - 1 - MS / 10 && !s.wrong,
+	      "the last sleep: %llu ns", (unsigned long long)s.w[KIND_SLEEP]);
+	sweep__begin(w);
+	sweep__end(w);
+	sweep__free(w);
+}
+
 int main(void)
 {
 	test_cycle(100, 0, false);
@@ -267,5 +310,6 @@ int main(void)
 	test_cycle(1000, 0, true);
 	test_blocked_all_along();
 	test_forgets_exited();
+	test_final();
 	return check_summary();
 }

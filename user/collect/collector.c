@@ -127,6 +127,7 @@ struct collector {
 	uint64_t next_tick_ns, tick_ns, next_all_ns;
 	uint64_t sweep_slowed, sweep_max_ns;	/* ticks that waited longer */
 	uint64_t sweep_cost_ns;		/* a tick's CPU time, a moving mean */
+	bool sweep_last;		/* the last tick: every record is final */
 	unsigned int seed;
 	struct stackread *sweep_sr;
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
@@ -834,6 +835,16 @@ static const struct pcgroup *cgroup_of(struct collector *c, uint64_t id,
 	return g->cgroup;
 }
 
+/* A kernel frame of the hook that took the stack: the program, and the
+ * tracepoint's call of it (bpf_trace_run4, __bpf_trace_sched_switch,
+ * __traceiter_sched_switch: 6.18 keeps the last in some stacks). */
+static bool our_hook(const char *name)
+{
+	return !name || !strncmp(name, "bpf_", 4) ||
+	       !strncmp(name, "__bpf_trace_", 12) ||
+	       !strncmp(name, "__traceiter_", 12);
+}
+
 /*
  * The Python stack with the kernel's below it, off-CPU time's cause in
  * between (the writers put it there).  Kernel frames read leaf last:
@@ -861,11 +872,9 @@ static const struct pstack *with_kernel(struct collector *c,
 		return py;
 	for (i = 0; i < py->n; i++)
 		out[i] = py->frames[i];
-	/* the leaf end is our own hook (bpf_trace_run, bpf_prog_...) */
-	while (n > 0 && (!ksyms__name(c->ksyms, ips[0]) ||
-			 !strncmp(ksyms__name(c->ksyms, ips[0]), "bpf_", 4))) {
+	/* the leaf end is our own hook, in the tracer's stacks */
+	while (n > 0 && our_hook(ksyms__name(c->ksyms, ips[0])))
 		memmove(ips, ips + 1, --n * sizeof(ips[0]));
-	}
 	while (n-- > 0) {
 		const char *name = ksyms__name(c->ksyms, ips[n]);
 
@@ -999,6 +1008,9 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 				&((const struct adopt_event *)data)->proc);
 		break;
 	case EV_EXIT:
+		/* its threads' last records, sent before this */
+		if (c->sweep)
+			sampler__sweep_drain(c->sampler);
 		forget_process(c, h->pid);
 		registry__exit(c->reg, h->pid);
 		break;
@@ -1213,14 +1225,18 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	 * stacks there delayed the recording's start by 0.1-0.2 s, counted
 	 * in every thread's total.  A stack is read at the thread's next
 	 * record: when it moves, or at the next tick over all threads. */
-	if (!c->sweeps)
+	if (!c->sweeps && !r->exiting)
 		return 0;
 	if (sweep__needs_stack(t, r)) {
 		const struct pstack *stack;
 
 		stack = sweep_stack(c, x.cp, x.pp, r, t);
+		if (stack && r->kstack >= 0)
+			stack = with_kernel(c, stack, r->kstack);
 		sweep__set_stack(t, r, stack);
 	}
+	if (r->exiting || c->sweep_last)
+		return sweep__final(c->sweep, t, r, sweep_add, &x);
 	return sweep__account(t, r, sweep_add, &x);
 }
 
@@ -1407,8 +1423,10 @@ int collector__finish(struct collector *c)
 	collector__flush(c);
 	if (c->o.mode == MODE_CPU || !c->sampler)
 		return 0;
-	if (c->sweep)		/* the last tick: up to now */
+	if (c->sweep) {		/* the last tick: up to now */
+		c->sweep_last = true;
 		return sweep_tick(c, true);
+	}
 	cl.sr = malloc(sizeof(*cl.sr));
 	if (!cl.sr)
 		return -ENOMEM;

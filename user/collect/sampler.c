@@ -275,13 +275,18 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 	bpf_program__set_autoload(s->skel->progs.pysight_switch, s->off_cpu);
 	bpf_program__set_autoattach(s->skel->progs.pysight_threads, false);
 	s->sweep = opts->sweep && opts->mode != PYSIGHT_MODE_CPU;
+	s->skel->rodata->sweep = s->sweep;
 	bpf_program__set_autoload(s->skel->progs.pysight_sweep, s->sweep);
 	bpf_program__set_autoattach(s->skel->progs.pysight_sweep, false);
 	if (!s->sweep)
 		bpf_map__set_max_entries(s->skel->maps.sweep_ring,
 					 sysconf(_SC_PAGESIZE));
-	if (!opts->kernel_stacks)
+	/* kernel stacks: the tracer's from its switch hook, the sweep's
+	 * from its iterator (bpf_get_task_stack) */
+	if (!opts->kernel_stacks || !s->off_cpu)
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
+	if (!opts->kernel_stacks || !s->sweep)
+		bpf_map__set_max_entries(s->skel->maps.task_kstacks, 1);
 	ring_size(s);
 	ret = pysight_bpf__load(s->skel);
 	if (ret) {
@@ -892,6 +897,13 @@ int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 	return ret;
 }
 
+int sampler__sweep_drain(struct sampler *s)
+{
+	if (!s || !s->sweep || !s->sweep_fn)
+		return 0;
+	return ring_buffer__consume(s->sweep_rb);
+}
+
 uint64_t sampler__sweep_capped(struct sampler *s)
 {
 	return s && s->sweep ? s->skel->bss->sweep_capped : 0;
@@ -900,12 +912,14 @@ uint64_t sampler__sweep_capped(struct sampler *s)
 int sampler__kernel_stack(struct sampler *s, int id, __u64 *ips, int max)
 {
 	__u64 buf[PYSIGHT_KSTACK_DEPTH];
+	const struct bpf_map *map;
 	__u32 key = id;
 	int n;
 
-	if (!s || id < 0 ||
-	    bpf_map__lookup_elem(s->skel->maps.kstacks, &key, sizeof(key), buf,
-				 sizeof(buf), 0))
+	if (!s || id < 0)
+		return -ENOENT;
+	map = s->sweep ? s->skel->maps.task_kstacks : s->skel->maps.kstacks;
+	if (bpf_map__lookup_elem(map, &key, sizeof(key), buf, sizeof(buf), 0))
 		return -ENOENT;
 	for (n = 0; n < PYSIGHT_KSTACK_DEPTH && n < max && buf[n]; n++)
 		ips[n] = buf[n];

@@ -80,6 +80,9 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 #define SAMPLER_SWEEP_PIDS	16
 int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 		   sampler_thread_fn fn, void *ctx);
+/* The sweep's records sent since its last tick (threads' exits), to the
+ * last tick's fn: before a process's exit is handled. */
+int sampler__sweep_drain(struct sampler *s);
 /* Threads the sweep's ring had no room for (they wait a tick), so far. */
 uint64_t sampler__sweep_capped(struct sampler *s);
 /* A kernel stack taken for --kernel-stacks: addresses, leaf first. */

@@ -23,6 +23,7 @@ struct obs {
 
 struct sweep_thread {
 	__u32 tid;
+	__u64 start_time;	/* a tid used again is another thread */
 	bool met;		/* by the tick in progress */
 	__u64 at_ns, ran_ns, run_delay_ns;	/* at the last record */
 	__u64 switches;				/* at the last record */
@@ -90,11 +91,16 @@ struct sweep_thread *sweep__thread(struct sweep *w,
 	struct sweep_thread *t;
 
 	HASH_FIND(hh, w->threads, &r->tid, sizeof(r->tid), t);
+	if (t && t->start_time != r->start_time) {
+		forget(w, t);
+		t = NULL;
+	}
 	if (!t) {
 		t = calloc(1, sizeof(*t));
 		if (!t)
 			return NULL;
 		t->tid = r->tid;
+		t->start_time = r->start_time;
 		/* one started while we record: all its life is ours; one
 		 * found running is accounted from now */
 		if (r->start_time > w->since_ns) {
@@ -274,6 +280,21 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 	int err = account_same(t, r, add, ctx);
 
 	return err ? err : account(t, r, t->stack, add, ctx);
+}
+
+int sweep__final(struct sweep *w, struct sweep_thread *t,
+		 const struct thread_record *r, sweep_add_fn add, void *ctx)
+{
+	const struct obs last = t->last_block;
+	__s64 rest;
+	int err;
+
+	err = sweep__account(t, r, add, ctx);
+	rest = t->carry_blocked;
+	forget(w, t);
+	if (err || rest <= 0 || !is_blocked(&last))
+		return err;
+	return add(ctx, last.stack, last.kind, (__u64)rest);
 }
 
 void sweep__end(struct sweep *w)

@@ -24,7 +24,8 @@ void sweep__free(struct sweep *w);
 
 /* A tick begins: threads not met again by sweep__end() are gone. */
 void sweep__begin(struct sweep *w);
-/* The state of r's thread, made at its first record; NULL on ENOMEM. */
+/* The state of r's thread, made at its first record (again when its tid
+ * comes back as another thread); NULL on ENOMEM. */
 struct sweep_thread *sweep__thread(struct sweep *w,
 				   const struct thread_record *r);
 /*
@@ -49,6 +50,16 @@ typedef int (*sweep_add_fn)(void *ctx, const void *stack, int kind,
  */
 int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 		   sweep_add_fn add, void *ctx);
+/*
+ * The last record of r's thread: what its exit reported, or what the
+ * recording's last tick saw.  It is accounted as sweep__account does,
+ * then the blocked time still carried goes to the last block seen (the
+ * thread runs at its exit: its last blocked time is that block's tail),
+ * so the thread's total is its own clock; then the thread is forgotten.
+ * Returns add's error.
+ */
+int sweep__final(struct sweep *w, struct sweep_thread *t,
+		 const struct thread_record *r, sweep_add_fn add, void *ctx);
 /* A tick ends: forget the threads it did not meet. */
 void sweep__end(struct sweep *w);
 /* The stacks it holds are gone (the profile was rebased): read again. */
