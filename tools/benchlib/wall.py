@@ -164,7 +164,7 @@ def _cost_window(ctx, key, tool, extra, pid, nthreads, rate, secs, tag):
     progs = set()
     try:
         run.wait_ready(120)
-        time.sleep(1.0)  # the first tick reads every stack once
+        time.sleep(2.5)  # the first tick over all threads reads every stack once (~1 s in)
         if tool == "pysight":
             progs, _ = common.prog_ids_for(run.procs[0].pid)
         st0 = common.prog_stats(progs) if progs else {}
