@@ -43,6 +43,18 @@ def kill_group(proc, sig=signal.SIGKILL):
         pass
 
 
+def kill_groups(procs, timeout=10):
+    """Kill the process groups of procs (ours), then reap each, waiting
+    up to `timeout` s for one."""
+    for p in procs:
+        kill_group(p)
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def wait_rusage(proc, timeout, stop_sig=signal.SIGINT):
     """Wait for proc (ours) with wait4, so that its rusage is its own (the
     children it reaped are included, which our profilers do not have in

@@ -555,13 +555,7 @@ def scale_many_procs(ctx):
                 "stacks": s.get("stacks"), "maxrss_kib": run.maxrss_kib,
                 "sampler_cpu_s": run.cpu_total_s, "maps": maps, "summary": s}
     finally:
-        for p in procs:
-            common.kill_group(p)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        common.kill_groups(procs)
 
 
 def _attached_run(ctx, tool, script, wargs, rate, secs, threads, check):
@@ -1234,12 +1228,6 @@ def section_agent(ctx):
     finally:
         if agent is not None and agent.poll() is None:
             common.kill_group(agent)
-        for p in procs:
-            common.kill_group(p)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        common.kill_groups(procs)
         sink.close()
         subprocess.run(["rm", "-rf", tmp])

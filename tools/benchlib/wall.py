@@ -338,13 +338,7 @@ def wall_agent(ctx, nprocs, warm, secs):
                 log("wall agent %s: process %.2f%% + BPF %.2f%% of a core"
                     % (key, row["process_cpu_pct"] or -1, row["bpf_outside_pct"]))
     finally:
-        for p in procs:
-            common.kill_group(p)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        common.kill_groups(procs)
         sink.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return {"processes": nprocs, "warm_s": warm, "seconds": secs, "rate_hz": 19, "rows": rows}
