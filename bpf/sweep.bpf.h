@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The sampled sweep (--offcpu=sweep): a thread's scheduler counts. */
+/*
+ * The sampled sweep (--offcpu=sweep): at each tick, the threads that
+ * moved with their scheduler counts (and kernel stacks), and an exiting
+ * thread's last counts.
+ */
 #ifndef __PYSIGHT_SWEEP_BPF_H
 #define __PYSIGHT_SWEEP_BPF_H
 
@@ -10,11 +14,11 @@
  * the tick into blocked time; a thread whose switch count has not moved
  * still has the stack read last time.  The time is the pass's: a pass
  * takes tens of microseconds, and each thread's deltas add up to the
- * same total whichever instant of it stands for the pass.  run_delay needs CONFIG_SCHED_INFO
- * (schedstats): without it the field reads 0 and run-queue time counts
- * as blocked, which user space says at the start.  task is the
- * iterator's, a trusted pointer: its fields are plain loads, not a
- * helper call each (0.54 us a task before, with the rest of the record).
+ * same total whichever instant of it stands for the pass.  run_delay
+ * needs CONFIG_SCHED_INFO (schedstats): without it the field reads 0 and
+ * run-queue time counts as blocked, which user space says at the start.
+ * task is trusted: its fields are plain loads, not a helper call each
+ * (0.54 us a task before, with the rest of the record).
  */
 static __always_inline void sweep_counts(struct task_struct *task,
 					 struct thread_record *r, __u64 now)
