@@ -250,26 +250,25 @@ static int account(struct sweep_thread *t, const struct thread_record *r,
  * last pass that found it so, is a transition to split.  Without this a
  * thread reported only when it moves had its 50 ms sleep split half and
  * half with the lock wait that followed (sleep 39%, lock 38% of a
- * 20/50/30 ms cycle).  Its counts then are its last record's, but for
- * its CPU time when it was running (the rest goes to the transition).
+ * 20/50/30 ms cycle).  Its counts then are its last record's.
  */
 static int account_same(struct sweep_thread *t, const struct thread_record *r,
 			sweep_add_fn add, void *ctx)
 {
 	struct thread_record same = *r;
-	__u64 span;
 
 	if (r->same_until <= t->at_ns || r->same_until > r->now)
 		return 0;
-	span = r->same_until - t->at_ns;
 	same.now = r->same_until;
 	same.same_until = 0;
 	same.switches = t->switches;
 	same.on_cpu = t->prev.kind == KIND_CPU;
 	same.kind = t->prev.kind;
-	same.ran_ns = t->ran_ns + (same.on_cpu ? span : 0);
-	if (same.ran_ns > r->ran_ns)
-		same.ran_ns = r->ran_ns;
+	/* the counts as they were: a running thread's time is carried to
+	 * the next block seen (account_blocked), with its lag; counting its
+	 * run time here, from a count that lags by up to a scheduler tick,
+	 * took that lag from the next block (a last sleep 3-9 ms short) */
+	same.ran_ns = t->ran_ns;
 	same.run_delay_ns = t->run_delay_ns;
 	return account(t, &same, t->prev.stack, add, ctx);
 }
