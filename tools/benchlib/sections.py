@@ -753,10 +753,11 @@ def _prog(costs, prefix):
     return None
 
 
-def _bpf_window(ctx, pids, extra, seconds, tag):
-    """pysight (-p pids, or host-wide) with extra options; run time and
-    count of each of its programs over `seconds`.  bpf_stats must be on."""
-    run = profilers.attach("pysight", pids, 1000, ctx.outdir, tag, extra=extra)
+def _bpf_window(ctx, pids, extra, seconds, tag, rate=1000):
+    """pysight (-p pids, or host-wide) at rate with extra options; run time
+    and count of each of its programs over `seconds`.  bpf_stats must be
+    on."""
+    run = profilers.attach("pysight", pids, rate, ctx.outdir, tag, extra=extra)
     try:
         run.wait_ready()
         time.sleep(0.3)

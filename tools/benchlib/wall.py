@@ -11,8 +11,9 @@ import time
 
 from . import common, profilers
 from .common import log, summarize
-from .sections import (SLOWDOWN_CONDS, _Sink, _go, _kill, _pingpong_procs, _prog_costs,
-                       _rotate, light_procs, offcpu_accuracy_run, offcpu_slowdown, start_agent)
+from .sections import (SLOWDOWN_CONDS, _Sink, _bpf_window, _go, _kill, _pingpong_procs,
+                       _prog_costs, _rotate, light_procs, offcpu_accuracy_run,
+                       offcpu_slowdown, start_agent)
 
 # pysight's options per condition.  --offcpu is always given, so that the
 # figures mean the same before and after sweep becomes the default.
@@ -65,25 +66,12 @@ def wall_programs(ctx, secs):
     rows = []
     for key, label, extra in PROGRAM_CONDS:
         wl = _pingpong_procs(ctx, "c", secs + 30)
-        run = None
         try:
             _go([wl])
-            run = profilers.attach("pysight", None, 100, ctx.outdir, ctx.tag("progs-" + key),
-                                   extra=extra)
-            run.wait_ready()
-            time.sleep(0.3)
-            progs, _ = common.prog_ids_for(run.procs[0].pid)
-            st0 = common.prog_stats(progs)
-            t0 = time.monotonic()
-            time.sleep(secs)
-            st1 = common.prog_stats(progs)
-            wall = time.monotonic() - t0
+            w = _bpf_window(ctx, None, extra, secs, ctx.tag("progs-" + key), rate=100)
         finally:
-            if run:
-                run.stop()
-                run.wait(30)
             _kill([wl])
-        costs = _prog_costs(st0, st1)
+        costs, wall = w["progs"], w["wall"]
         ran = {n: c["run_cnt"] / wall for n, c in costs.items() if c["run_cnt"]}
         on_switch = sorted(n for n in ran if n.startswith(SWITCH_PROGS))
         rows.append({"cond": key, "label": label, "loaded": sorted(costs), "runs_per_s": ran,
