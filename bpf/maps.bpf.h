@@ -16,7 +16,6 @@ const volatile __u32 ncgroups = 0;		/* --cgroup/--container */
 
 /* set by user space before each run of the task iterator */
 __u32 iter_mode = 0;
-__u32 iter_tgid = 0;				/* 0: every Python process */
 /* the pass's one clock reading, 0 until its first record: read once, not
  * a paravirtual clock read a record (9% of the sweep's time) */
 __u64 pass_now = 0;

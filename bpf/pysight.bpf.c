@@ -51,7 +51,7 @@ int pysight_threads(struct bpf_iter__task *ctx)
 	if (!task)
 		return 0;
 	proc = python_of(task, &tgid, false, false);
-	if (!proc || (iter_tgid && tgid != iter_tgid))
+	if (!proc)
 		return 0;
 	thread_fill(&r, task, proc, tgid, bpf_ktime_get_ns());
 	if (iter_mode == ITER_LIST) {

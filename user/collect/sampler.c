@@ -814,7 +814,6 @@ int sampler__threads(struct sampler *s, int mode, pid_t tgid,
 	if (!s)
 		return -ENODEV;
 	s->skel->bss->iter_mode = mode;
-	s->skel->bss->iter_tgid = 0;
 	link = iter_link(s->skel->progs.pysight_threads, tgid, false);
 	if (!link)
 		return -errno;
