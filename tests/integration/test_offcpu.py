@@ -164,17 +164,23 @@ def test_io_and_idle_asyncio(ointerp, procs, staging, workdir):
 
 
 def test_runqueue(ointerp, procs, staging, workdir):
-    """Three CPU-bound processes on one CPU: each waits to run two thirds
-    of the time."""
+    """Three CPU-bound processes on one CPU: each waits to run about two
+    thirds of the time, and the profile says how much by its own clocks.
+    (The thread's own CPU clock is the truth: other work on that CPU, as
+    when the suite runs beside other jobs, makes the wait longer; 75%
+    once, against the 66.7 +- 8 this test used to hold it to.)"""
     prof, truth, _ = record(procs, staging, workdir, ointerp, "runqueue", 3)
     threads = by_thread(prof)
     for tid, t in truth["threads"].items():
         kinds = threads.get(int(tid), {})
         total = sum(kinds.values())
         share = 100 * kinds.get("runqueue", 0) / total if total else 0
-        print("%s crowd %s: %s, runqueue %.1f%%" % (ointerp.id, tid, kinds, share))
+        want = 100 * (1 - t["cpu"] / t["elapsed"])
+        print("%s crowd %s: %s, runqueue %.1f%% (its clocks: %.1f%%)"
+              % (ointerp.id, tid, kinds, share, want))
+        assert want >= 60, "the crowd did not wait for the CPU: %r" % t
         assert abs(total - t["elapsed"]) <= 0.02 * t["elapsed"], (t, kinds)
-        assert abs(share - 66.7) <= 8, (t, kinds)
+        assert abs(share - want) <= 5, (t, kinds)
 
 
 def test_blocked_whole_recording(ointerp, procs, staging, workdir):
