@@ -276,6 +276,7 @@ struct thread_record {
 	__u64 ran_ns;		/* se.sum_exec_runtime */
 	__u64 run_delay_ns;	/* sched_info.run_delay: run-queue wait */
 	__u64 switches;		/* nvcsw + nivcsw */
+	__u64 vswitches;	/* nvcsw: those where it blocked */
 	/* the sweep: the last pass that found the thread as its previous
 	 * record left it (ktime ns), 0: none since that record */
 	__u64 same_until;
