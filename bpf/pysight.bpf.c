@@ -93,10 +93,11 @@ int pysight_threads(struct bpf_iter__task *ctx)
 }
 
 /*
- * The sampled sweep: the threads of each Python process whose leader the
- * link visits (one process's link visits its leader alone), into
- * sweep_ring.  ITER_SWEEP reports every thread, ITER_SWEEP_MOVED those
- * that moved since.
+ * The sampled sweep, into sweep_ring: the threads of the Python process
+ * whose leader the link visits (a process's link visits its leader
+ * alone), or with sweep_host those of every Python process on the host
+ * (the link visits pysight's own leader).  ITER_SWEEP reports every
+ * thread, ITER_SWEEP_MOVED those that moved since.
  */
 SEC("iter/task")
 int pysight_sweep(struct bpf_iter__task *ctx)
@@ -105,8 +106,10 @@ int pysight_sweep(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
-	iter_visits++;
-	sweep_process(task, iter_mode == ITER_SWEEP);
+	if (sweep_host)
+		sweep_all_processes(iter_mode == ITER_SWEEP);
+	else
+		sweep_process(task, iter_mode == ITER_SWEEP);
 	return 0;
 }
 

@@ -42,6 +42,11 @@
 #define DEFAULT_RATE		19
 #define DEFAULT_EXPORT_S	15.0
 #define DEFAULT_WINDOW_S	60.0
+/* wall/off: a thread that moved has its stack read again at most once a
+ * second (sweep__set_reread): the agent's time and causes stay exact,
+ * its stacks are sampled; at each move, 200 processes that each sleep
+ * five times a second cost 1% of a CPU in stack reads alone */
+#define AGENT_REREAD_NS		1000000000ULL
 #define DEFAULT_SPOOL		"/var/lib/pysight/spool"
 #define DEFAULT_SPOOL_MIB	256
 #define DEFAULT_SNAPSHOTS	"/var/lib/pysight/snapshots"
@@ -763,6 +768,7 @@ int cmd_agent(int argc, char **argv)
 	defaults(&a);
 	session__init(&a.s, &exiting);
 	a.s.o.rate = DEFAULT_RATE;
+	a.s.o.sweep_reread_ns = AGENT_REREAD_NS;
 	if (session__parse(&a.s, &argp, argc, argv, &a))
 		return 2;
 	if (!a.o.otlp && !a.o.output_dir)

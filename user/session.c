@@ -399,6 +399,7 @@ int session__open(struct session *s)
 		.gil_only = s->o.gil_only,
 		.kernel_stacks = s->o.kernel_stacks,
 		.sweep = s->o.sweep,
+		.sweep_reread_ns = s->o.sweep_reread_ns,
 	};
 	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];

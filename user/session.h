@@ -36,6 +36,7 @@ struct session_opts {
 	bool kernel_stacks;
 	bool sweep;			/* wall/off by the sampled sweep, the default;
 					 * false: --offcpu=trace */
+	uint64_t sweep_reread_ns;	/* collector_opts' */
 };
 
 struct session {

@@ -125,7 +125,7 @@ static void run(struct sim *s, double hz, double seconds, __u64 lag,
 		if (all)
 			sweep__begin(w);
 		t = sweep__thread(w, &r);
-		if (sweep__needs_stack(t, &r)) {
+		if (sweep__needs_stack(w, t, &r)) {
 			s->reads++;
 			sweep__set_stack(t, &r, r.kind == KIND_SLEEP ?
 					 SLEEP_STACK : LOCK_STACK);
@@ -191,7 +191,7 @@ static void test_blocked_all_along(void)
 		r.now = 1 + i * 10 * MS;
 		sweep__begin(w);
 		t = sweep__thread(w, &r);
-		if (sweep__needs_stack(t, &r)) {
+		if (sweep__needs_stack(w, t, &r)) {
 			s.reads++;
 			sweep__set_stack(t, &r, LOCK_STACK);
 		}
@@ -253,8 +253,8 @@ static void test_forgets_exited(void)
 	sweep__begin(w);
 	t = sweep__thread(w, &r);
 	CHECK(t && *sweep__data(t) == NULL, "the old thread's state was kept");
-	CHECK(t && sweep__needs_stack(t, &r), "the new thread's stack is not read");
-	if (t && sweep__needs_stack(t, &r))
+	CHECK(t && sweep__needs_stack(w, t, &r), "the new thread's stack is not read");
+	if (t && sweep__needs_stack(w, t, &r))
 		sweep__set_stack(t, &r, SLEEP_STACK);
 	if (t)
 		sweep__account(t, &r, add, &s);
@@ -359,10 +359,10 @@ static void test_preempted(bool blocked)
 	r.vswitches = blocked ? 2 : 1;
 	r.ran_ns = 12 * MS;
 	r.run_delay_ns = 3 * MS;
-	CHECK(sweep__needs_stack(t, &r) == !blocked,
+	CHECK(sweep__needs_stack(w, t, &r) == !blocked,
 	      "blocked %d: a stack read for the wait %d", blocked,
-	      sweep__needs_stack(t, &r));
-	if (sweep__needs_stack(t, &r))
+	      sweep__needs_stack(w, t, &r));
+	if (sweep__needs_stack(w, t, &r))
 		sweep__set_stack(t, &r, BURN_STACK);
 	rq_stack = NULL;
 	sweep__account(t, &r, add_rq, NULL);

@@ -1227,7 +1227,7 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	 * record: when it moves, or at the next tick over all threads. */
 	if (!c->sweeps && !r->exiting)
 		return 0;
-	if (sweep__needs_stack(t, r)) {
+	if (sweep__needs_stack(c->sweep, t, r)) {
 		const struct pstack *stack;
 
 		stack = sweep_stack(c, x.cp, x.pp, r, t);
@@ -1354,6 +1354,7 @@ static int sweep_start(struct collector *c)
 	c->sweep_sr = malloc(sizeof(*c->sweep_sr));
 	if (!c->sweep || !c->sweep_sr)
 		return -ENOMEM;
+	sweep__set_reread(c->sweep, c->o.sweep_reread_ns);
 	c->tick_ns = 1000000000ULL / (hz ? hz : 1);
 	c->seed = (unsigned int)clock__now_ns();
 	return sweep_tick(c, true);

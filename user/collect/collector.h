@@ -29,6 +29,7 @@ struct collector_opts {
 	bool kernel_stacks;	/* kernel stacks below off-CPU causes */
 	bool sweep;		/* off-CPU time by the sampled sweep (sweep.c),
 				 * not by tracing switches and syscalls */
+	uint64_t sweep_reread_ns;	/* sweep__set_reread(), 0: each move */
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
 };

@@ -886,15 +886,20 @@ int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 	s->sweep_fn = fn;
 	s->sweep_ctx = ctx;
 	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
-	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks)
+	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks) {
+		s->skel->bss->sweep_host = false;
 		return sweep_bounded(s, pids, n);
-	/* keep the link: making one costs a BPF syscall and a file per tick */
+	}
+	/* keep the link: making one costs a BPF syscall and a file per
+	 * tick.  It visits our own leader, whose program walks every
+	 * process (sweep_all_processes). */
 	if (!s->sweep_link) {
-		s->sweep_link = iter_link(s->skel->progs.pysight_sweep, 0,
-					  false);
+		s->sweep_link = iter_link(s->skel->progs.pysight_sweep,
+					  getpid(), true);
 		if (!s->sweep_link)
 			return -errno;
 	}
+	s->skel->bss->sweep_host = true;
 	s->skel->bss->iter_visits = 0;
 	ret = sweep_pass(s, s->sweep_link);
 	s->host_tasks = s->skel->bss->iter_visits;

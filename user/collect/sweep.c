@@ -33,6 +33,7 @@ struct sweep_thread {
 	__u64 last_block_switches;	/* at this switch count */
 	const void *stack;	/* the last stack read (NULL: none there), */
 	__u64 stack_switches;	/* at this switch count */
+	__u64 read_at;		/* r->now when it was read */
 	bool read;		/* stack was read */
 	void *data;		/* the collector's */
 	/* blocked time not given yet: between two ticks that saw no block,
@@ -44,6 +45,7 @@ struct sweep_thread {
 
 struct sweep {
 	__u64 since_ns;
+	__u64 reread_ns;	/* sweep__set_reread */
 	void (*free_data)(void *);
 	struct sweep_thread *threads;
 };
@@ -131,11 +133,17 @@ static bool preempted(const struct sweep_thread *t,
 	       r->run_delay_ns > t->run_delay_ns;
 }
 
-bool sweep__needs_stack(const struct sweep_thread *t,
+bool sweep__needs_stack(const struct sweep *w, const struct sweep_thread *t,
 			const struct thread_record *r)
 {
 	return (!r->on_cpu || preempted(t, r)) &&
-	       (!t->read || t->stack_switches != r->switches);
+	       (!t->read || (t->stack_switches != r->switches &&
+			     r->now - t->read_at >= w->reread_ns));
+}
+
+void sweep__set_reread(struct sweep *w, uint64_t ns)
+{
+	w->reread_ns = ns;
 }
 
 void **sweep__data(struct sweep_thread *t)
@@ -148,6 +156,7 @@ void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
 {
 	t->stack = stack;
 	t->stack_switches = r->switches;
+	t->read_at = r->now;
 	t->read = true;
 }
 
