@@ -386,7 +386,22 @@ def test_each_interval_counts_one_second_of_a_busy_thread(procs):
     assert len(got) == 9, run.stdout
     # the first interval also holds the interpreter's start
     rates = [float(re.search(r"(\d+) samples/s", head).group(1)) for head, _ in got[1:]]
-    assert max(rates) <= 100 * 1.16, rates
+    # What the pairs allow (sampler.c): a window is drawn for 16 periods
+    # on average, 1.5 times that at most, and ends at the next 50 ms poll;
+    # its rate is within 50% of the mean, 100 / (1 - 0.5 / 16) Hz when no
+    # re-arm cuts a period.  So a count runs ahead of the mean by half of
+    # such a window at most, 15 samples, until the pair's second window
+    # pays it back, and an interval's two edges can each cut a pair: 133
+    # a second.  What is left at an edge spreads a second's count by 5% sd
+    # (DESIGN.md), so one interval of 8 above 116, 3 sd, comes in 1 to 3%
+    # of runs (a model of sampler.c, 1500 runs each, idle and with late
+    # polls), two in under 0.1%.  Windows drawn each on its own, 13% sd,
+    # fail these checks in a fifth of runs.
+    window_s = max(16 / 100, 0.1)
+    mean = 100 / (1 - 0.5 / 16)
+    most = mean + 2 * 0.5 * (1.5 * window_s + 0.05) * mean
+    assert max(rates) <= most, rates
+    assert len([r for r in rates if r > 100 * 1.16]) <= 1, rates
     assert sum(rates) / len(rates) >= 100 * 0.8, rates
 
 
