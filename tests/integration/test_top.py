@@ -16,6 +16,7 @@ from conftest import PYSIGHT, WORKLOADS, run_pysight
 PYTHON = "/usr/bin/python3.11"
 SHIFT = os.path.join(WORKLOADS, "top_shift.py")
 INTERVAL = 1.0
+COLS, LINES = 160, 40    # a Term's window
 HEADING = "OWN%   TOTAL%   OWN TIME  TOTAL TIME  PROCESS"
 ROW = re.compile(r"^\s*(?P<own>[\d.]+)%\s+(?P<total>[\d.]+)%\s+(?P<own_s>[\d.]+)s\s+"
                  r"(?P<total_s>[\d.]+)s  (?P<process>.{22}) (?P<text>.+)$")
@@ -37,6 +38,7 @@ def parse_rows(text):
             for k in ("own", "total", "own_s", "total_s"):
                 d[k] = float(d[k])
             d["process"] = d["process"].strip()
+            d["width"] = len(line)
             rows.append(d)
     return rows
 
@@ -60,7 +62,7 @@ class Term:
         # ignore, so that what it runs gets SIGINT as usual)
         shell = "ulimit -c 0; trap : INT; %s; echo DONE-$?; exec sleep 600" % cmd
         subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", "new-session", "-d",
-                        "-s", self.name, "-x", "160", "-y", "40", "-c", cwd,
+                        "-s", self.name, "-x", str(COLS), "-y", str(LINES), "-c", cwd,
                         "sh", "-c", shell], check=True, timeout=30)
         out = self.tmux("display-message", "-p", "-t", self.name,
                         "#{pane_pid} #{socket_path}").split()
@@ -180,8 +182,14 @@ def sorted_by(text, column):
 def code_rows(screen):
     """The rows that name code: not a pseudo-frame such as [unknown], which
     a code object freed before it was named leaves (one under ASan's slower
-    start), and which has no file or line to show or hide."""
-    return [r for r in top_rows(screen) if not r["text"].startswith("[")]
+    start), and which has no file or line to show or hide.  Nor a row the
+    window's edge cuts, whose end is not on the screen: a sample of the
+    interpreter's start can name `FileFinder.path_hook.<locals>.
+    path_hook_for_FileFinder (<frozen importlib._bootstrap_external>:1698)`,
+    163 columns as a row (one under a full test run, where the start is
+    slower and more of it is sampled)."""
+    return [r for r in top_rows(screen)
+            if not r["text"].startswith("[") and r["width"] < COLS]
 
 
 def test_follows_the_hot_function_and_keys(term, workdir):
@@ -378,7 +386,22 @@ def test_each_interval_counts_one_second_of_a_busy_thread(procs):
     assert len(got) == 9, run.stdout
     # the first interval also holds the interpreter's start
     rates = [float(re.search(r"(\d+) samples/s", head).group(1)) for head, _ in got[1:]]
-    assert max(rates) <= 100 * 1.16, rates
+    # What the pairs allow (sampler.c): a window is drawn for 16 periods
+    # on average, 1.5 times that at most, and ends at the next 50 ms poll;
+    # its rate is within 50% of the mean, 100 / (1 - 0.5 / 16) Hz when no
+    # re-arm cuts a period.  So a count runs ahead of the mean by half of
+    # such a window at most, 15 samples, until the pair's second window
+    # pays it back, and an interval's two edges can each cut a pair: 133
+    # a second.  What is left at an edge spreads a second's count by 5% sd
+    # (DESIGN.md), so one interval of 8 above 116, 3 sd, comes in 1 to 3%
+    # of runs (a model of sampler.c, 1500 runs each, idle and with late
+    # polls), two in under 0.1%.  Windows drawn each on its own, 13% sd,
+    # fail these checks in a fifth of runs.
+    window_s = max(16 / 100, 0.1)
+    mean = 100 / (1 - 0.5 / 16)
+    most = mean + 2 * 0.5 * (1.5 * window_s + 0.05) * mean
+    assert max(rates) <= most, rates
+    assert len([r for r in rates if r > 100 * 1.16]) <= 1, rates
     assert sum(rates) / len(rates) >= 100 * 0.8, rates
 
 
