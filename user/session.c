@@ -400,6 +400,7 @@ int session__open(struct session *s)
 		.kernel_stacks = s->o.kernel_stacks,
 		.sweep = s->o.sweep,
 		.sweep_reread_ns = s->o.sweep_reread_ns,
+		.sweep_duty = s->o.sweep_duty,
 	};
 	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];

@@ -37,6 +37,7 @@ struct session_opts {
 	bool sweep;			/* wall/off by the sampled sweep, the default;
 					 * false: --offcpu=trace */
 	uint64_t sweep_reread_ns;	/* collector_opts' */
+	unsigned int sweep_duty;	/* collector_opts' */
 };
 
 struct session {

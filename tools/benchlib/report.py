@@ -671,9 +671,12 @@ def _wall_targets(s):
     ag = _find((s.get("agent") or {}).get("rows"), cond="sweep")
     if ag and ag.get("total_cpu_pct") is not None:
         tr = _find(s["agent"]["rows"], cond="trace") or {}
+        cpu = _find(s["agent"]["rows"], cond="cpu") or {}
         out.append(["wall (sweep): agent <= 0.5%% of a core, %d processes" % s["agent"]["processes"],
-                    "%.2f%% (process %.2f%% + BPF %.2f%%; trace %s)"
+                    "%.2f%% (process %.2f%% + BPF %.2f%%; trace %s, --mode cpu %s)"
                     % (ag["total_cpu_pct"], ag["process_cpu_pct"], ag["bpf_outside_pct"],
                        "%.2f%%" % tr["total_cpu_pct"] if tr.get("total_cpu_pct") is not None
+                       else "n/a",
+                       "%.2f%%" % cpu["total_cpu_pct"] if cpu.get("total_cpu_pct") is not None
                        else "n/a"), _yes(ag["total_cpu_pct"] <= 0.5)])
     return out

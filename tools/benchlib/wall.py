@@ -273,8 +273,10 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
 # The agent in wall mode, host-wide
 
 
+# --mode cpu beside them: what the agent costs before any off-CPU work
 AGENT_CONDS = [("sweep", "pysight agent --mode wall --offcpu=sweep", SWEEP),
-               ("trace", "pysight agent --mode wall --offcpu=trace", TRACE)]
+               ("trace", "pysight agent --mode wall --offcpu=trace", TRACE),
+               ("cpu", "pysight agent --mode cpu", ["--mode", "cpu"])]
 
 
 def wall_agent(ctx, nprocs, warm, secs):

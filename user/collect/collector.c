@@ -1245,18 +1245,17 @@ static int sweep_one(void *ctx, const struct thread_record *r)
  * that did not move are read, and threads not met are gone.  Ticks
  * between report only the threads that switched or changed state.  A
  * tick over every thread of a large process is dear (5,000 threads:
- * about 10 ms), so such ticks wait at least SWEEP_ALL_DUTY times their
- * CPU time: they take at most half a percent of a CPU.
+ * about 10 ms), so such ticks wait at least twice the duty (below) times
+ * their CPU time: they take at most half what the others may.
  */
 #define SWEEP_ALL_NS	1000000000ULL
-#define SWEEP_ALL_DUTY	200
 /*
  * The sweep takes at most a hundredth of a CPU: when ticks cost t of CPU
  * time (a moving mean, the first tick left out: it reads every stack
  * once), the next waits at least SWEEP_DUTY * t, whatever the rate.  A
  * process of thousands of threads, or of threads that wake so often
  * that their stacks are read at most ticks, is swept less often, and the
- * summary says so.
+ * summary says so.  collector_opts.sweep_duty sets another share.
  */
 #define SWEEP_DUTY	100
 
@@ -1267,19 +1266,20 @@ static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
 {
 	double u = 0.5 + (double)rand_r(&c->seed) / ((double)RAND_MAX + 1.0);
 	uint64_t wait = (uint64_t)(u * (double)c->tick_ns);
+	uint64_t duty = c->o.sweep_duty ? c->o.sweep_duty : SWEEP_DUTY;
 
 	if (all) {
 		/* the first reads every stack: no measure of the others */
 		if (c->sweeps == 1)
 			cpu = 0;
-		c->next_all_ns = start + (cpu * SWEEP_ALL_DUTY > SWEEP_ALL_NS ?
-					  cpu * SWEEP_ALL_DUTY : SWEEP_ALL_NS);
+		c->next_all_ns = start + (cpu * 2 * duty > SWEEP_ALL_NS ?
+					  cpu * 2 * duty : SWEEP_ALL_NS);
 	} else {
 		c->sweep_cost_ns = c->sweep_cost_ns ?
 			(7 * c->sweep_cost_ns + cpu) / 8 : cpu;
 	}
-	if (c->sweep_cost_ns * SWEEP_DUTY > wait) {
-		wait = c->sweep_cost_ns * SWEEP_DUTY;
+	if (c->sweep_cost_ns * duty > wait) {
+		wait = c->sweep_cost_ns * duty;
 		c->sweep_slowed++;
 	}
 	c->next_tick_ns = start + wait;
