@@ -212,6 +212,25 @@ static void test_blocked_all_along(void)
  * one: no stack read (same switch count), and the old one's lock wait
  * weighing the new one's sleep.
  */
+/* A thread met first at 10 ms, waiting on a lock, its stack read. */
+static struct sweep_thread *met_in_lock(struct sweep *w,
+					struct thread_record *r, __u32 tid)
+{
+	struct sweep_thread *t;
+
+	memset(r, 0, sizeof(*r));
+	r->tid = tid;
+	r->kind = KIND_LOCK;
+	r->now = 10 * MS;
+	t = w ? sweep__thread(w, r) : NULL;
+	if (!t) {
+		CHECK(0, "no sweep");
+		return NULL;
+	}
+	sweep__set_stack(t, r, LOCK_STACK);
+	return t;
+}
+
 static int freed;
 
 static void count_free(void *data)
@@ -226,18 +245,12 @@ static void test_forgets_exited(void)
 	struct sweep_thread *t;
 	struct sim s = {};
 
-	memset(&r, 0, sizeof(r));
-	r.tid = 11;
-	r.kind = KIND_LOCK;
-	r.now = 10 * MS;
 	sweep__begin(w);
-	t = w ? sweep__thread(w, &r) : NULL;
+	t = met_in_lock(w, &r, 11);
 	if (!t) {
-		CHECK(0, "no sweep");
 		sweep__free(w);
 		return;
 	}
-	sweep__set_stack(t, &r, LOCK_STACK);
 	*sweep__data(t) = &s;		/* what the collector keeps */
 	sweep__account(t, &r, add, &s);
 	sweep__end(w);
@@ -333,18 +346,12 @@ static void test_preempted(bool blocked)
 	struct thread_record r;
 	struct sweep_thread *t;
 
-	memset(&r, 0, sizeof(r));
-	r.tid = 13;
-	r.kind = KIND_LOCK;
-	r.now = 10 * MS;
-	r.switches = r.vswitches = 1;
-	t = w ? sweep__thread(w, &r) : NULL;
+	t = met_in_lock(w, &r, 13);
 	if (!t) {
-		CHECK(0, "no sweep");
 		sweep__free(w);
 		return;
 	}
-	sweep__set_stack(t, &r, LOCK_STACK);
+	r.switches = r.vswitches = 1;
 	sweep__account(t, &r, add_rq, NULL);
 	/* running at 20 ms, having waited 2 ms for a CPU since */
 	r.now = 20 * MS;
