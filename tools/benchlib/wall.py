@@ -46,7 +46,17 @@ PINGPONG_CONDS = {
 
 # programs that run on every switch or system call of the host
 SWITCH_PROGS = ("pysight_switch", "pysight_sys_ex")
-ITER_PROG = "pysight_threads"  # runs in pysight's read(): in its own stime
+# task iterators run in pysight's read(): their time is in its own stime
+# (pysight_sweep was counted as outside, twice, until 7 December)
+ITER_PROGS = ("pysight_threads", "pysight_sweep")
+
+
+def split_iter(costs, wall):
+    """% of a core: the iterators' run time (in the process's CPU already)
+    and the other programs' (in other tasks' context)."""
+    inside = sum(c["run_time_ns"] for n, c in costs.items() if n in ITER_PROGS)
+    outside = sum(c["run_time_ns"] for n, c in costs.items() if n not in ITER_PROGS)
+    return 100 * inside / 1e9 / wall, 100 * outside / 1e9 / wall
 
 
 # --------------------------------------------------------------------------
@@ -170,16 +180,15 @@ def _cost_window(ctx, key, tool, extra, pid, nthreads, rate, secs, tag):
         ((rc, _),) = run.wait(10)
     wall = t1 - t0
     costs = _prog_costs(st0, st1)
-    iter_ns = sum(c["run_time_ns"] for n, c in costs.items() if n == ITER_PROG)
-    outside_ns = sum(c["run_time_ns"] for n, c in costs.items() if n != ITER_PROG)
+    iter_pct, outside_pct = split_iter(costs, wall)
     d, dw = run.cpu_delta_ns(c0, c1), common.cpu_delta_ns(w0, w1)
     keep, detail = _keeps_up(run, key, rate, nthreads, time.monotonic() - run.t_start)
     res = {"cond": key, "wall": wall, "progs": costs,
            "process_cpu_pct": None if d is None else 100 * d / 1e9 / wall,
            # the iterator runs in pysight's read(), so its time is in the
            # process's; every other program runs in other tasks' context
-           "bpf_outside_pct": 100 * outside_ns / 1e9 / wall,
-           "bpf_iter_pct": 100 * iter_ns / 1e9 / wall,
+           "bpf_outside_pct": outside_pct,
+           "bpf_iter_pct": iter_pct,
            "workload_cpu_pct": None if dw is None else 100 * dw / 1e9 / wall,
            "keeps_up": keep, "detail": detail, "maxrss_kib": run.maxrss_kib,
            "rc": rc, "run_s": time.monotonic() - t_start, "stop_s": time.monotonic() - t_stop}
@@ -246,6 +255,11 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
                                if r["keeps_up"] is not None else "n/a"))
                 finally:
                     _kill([wl])
+    return {"rate": rate, "seconds": secs, "runs": runs, "table": cost_table(runs, workloads)}
+
+
+def cost_table(runs, workloads):
+    """wall_sampler_cost's runs, each condition's figures summarized."""
     table = []
     for mode, n in workloads:
         for key, label, _, _ in WALL_CONDS:
@@ -266,7 +280,7 @@ def wall_sampler_cost(ctx, rounds, secs, workloads, rate=100):
                           "stop_s": summarize([r["stop_s"] for r in rs]),
                           "killed": sum(r["rc"] == -9 for r in rs),
                           "failed": errs[:1]})
-    return {"rate": rate, "seconds": secs, "runs": runs, "table": table}
+    return table
 
 
 # --------------------------------------------------------------------------
@@ -317,10 +331,10 @@ def wall_agent(ctx, nprocs, warm, secs):
                 costs = _prog_costs(st0, st1)
                 wall = t1 - t0
                 dn = common.cpu_delta_ns(r0, r1)
-                outside = sum(c["run_time_ns"] for n, c in costs.items() if n != ITER_PROG)
+                _, outside = split_iter(costs, t1 - t0)
                 row = {"cond": key, "label": label, "wall": wall, "progs": costs,
                        "process_cpu_pct": None if dn is None else 100 * dn / 1e9 / wall,
-                       "bpf_outside_pct": 100 * outside / 1e9 / wall, "vm_hwm_kib": rss,
+                       "bpf_outside_pct": outside, "vm_hwm_kib": rss,
                        "last_health": health[-1] if health else None}
                 if row["process_cpu_pct"] is not None:
                     row["total_cpu_pct"] = row["process_cpu_pct"] + row["bpf_outside_pct"]
