@@ -161,8 +161,8 @@ extern int bpf_iter_task_new(struct bpf_iter_task *it,
 extern struct task_struct *
 bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
-extern struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
+extern struct task_struct *bpf_task_acquire(struct task_struct *p) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
 
 /* A thread of Python process proc, as the task iterators report it. */
 static __always_inline void thread_fill(struct thread_record *r,

@@ -500,7 +500,9 @@ def _wall_md(s):
                  "CPU, every profiler at 100 Hz, bpf_stats off.  Slowdown is 1 - rate / rate "
                  "of 'no profiler' in the same round; for 'no profiler' it is the spread of "
                  "its own runs around their median.  py-spy and austin can only attach to "
-                 "Python, so the C ping-pong has pysight alone." % pp["seconds"])
+                 "Python, so the C ping-pong has pysight alone.  Rounds: C %d, Python %d."
+                 % (pp["seconds"], len({r["round"] for r in pp["runs"] if r.get("kind") == "c"}),
+                    len({r["round"] for r in pp["runs"] if r.get("kind") == "py"})))
         L.append("")
         L.append(_table(["workload", "condition", "round trips/s", "slowdown"],
                         [["C pipe ping-pong" if r["kind"] == "c" else "Python queue.Queue "

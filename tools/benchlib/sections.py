@@ -903,15 +903,15 @@ def _pingpong_run(ctx, kind, key, opts, how, secs):
     return {"kind": kind, "cond": key, "rate": out["rate"], "round_trips": out["round_trips"]}
 
 
-def offcpu_slowdown(ctx, rounds, secs, conds=None, what="offcpu"):
+def offcpu_slowdown(ctx, rounds, secs, conds=None, what="offcpu", c_rounds=0):
     """Round trips per second of a pipe ping-pong (C) and a queue.Queue
     ping-pong (Python), with no profiler and with pysight in each mode
-    (or `conds`, as SLOWDOWN_CONDS).  bpf_stats off: it adds its own cost
-    to every run."""
+    (or `conds`, as SLOWDOWN_CONDS); the C one for c_rounds if more.
+    bpf_stats off: it adds its own cost to every run."""
     conds = conds or SLOWDOWN_CONDS
     runs = []
-    for rnd in range(rounds):
-        for kind in ("c", "py"):
+    for rnd in range(max(rounds, c_rounds)):
+        for kind in ("c", "py") if rnd < rounds else ("c",):
             for key, label, opts, how in _rotate(conds[kind], rnd):
                 try:
                     r = _pingpong_run(ctx, kind, key, opts, how, secs)
