@@ -330,13 +330,15 @@ static void test_final(void)
  * the block's.
  */
 static const char BURN_STACK[] = "burn";
-static const void *rq_stack;
+static const void *rq_stack, *block_stack;
 
 static int add_rq(void *ctx, const void *stack, int kind, uint64_t ns)
 {
 	(void)ctx;
 	if (kind == KIND_RUNQUEUE && ns)
 		rq_stack = stack;
+	else if (ns)
+		block_stack = stack;
 	return 0;
 }
 
@@ -352,6 +354,7 @@ static void test_preempted(bool blocked)
 		return;
 	}
 	r.switches = r.vswitches = 1;
+	sweep__set_stack(t, &r, LOCK_STACK);	/* twice the same: stable */
 	sweep__account(t, &r, add_rq, NULL);
 	/* running at 20 ms, having waited 2 ms for a CPU since */
 	r.now = 20 * MS;
@@ -376,6 +379,56 @@ static void test_preempted(bool blocked)
 	CHECK(rq_stack == (blocked ? LOCK_STACK : BURN_STACK),
 	      "blocked %d: the wait under %s", blocked,
 	      rq_stack ? (const char *)rq_stack : "nothing");
+	/* blocked again at 40 ms, not read again (the agent's once a
+	 * second): under the block read last, never the running code's
+	 * (the agent's sleeps came out under heavy() and light()) */
+	sweep__set_reread(w, 1000 * MS);
+	r.now = 40 * MS;
+	r.on_cpu = 0;
+	r.kind = KIND_LOCK;
+	r.switches = 5;
+	r.vswitches = 3;
+	CHECK(!sweep__needs_stack(w, t, &r), "blocked %d: read again within a "
+	      "second", blocked);
+	block_stack = NULL;
+	sweep__account(t, &r, add_rq, NULL);
+	CHECK(block_stack == LOCK_STACK, "blocked %d: the block under %s",
+	      blocked, block_stack ? (const char *)block_stack : "nothing");
+	sweep__free(w);
+}
+
+/*
+ * A read that raced with the thread: recorded blocked in a lock wait, it
+ * had woken and gone on by the read, which found its running code.  Not
+ * the same as the read before, so its next block is read again, even
+ * within sweep__set_reread's second.
+ */
+static void test_racy_read(void)
+{
+	struct sweep *w = sweep__new(0, NULL);
+	struct thread_record r;
+	struct sweep_thread *t;
+
+	t = met_in_lock(w, &r, 14);
+	if (!t) {
+		sweep__free(w);
+		return;
+	}
+	sweep__set_reread(w, 1000 * MS);
+	sweep__account(t, &r, add_rq, NULL);
+	r.now = 20 * MS;
+	r.switches = 2;
+	CHECK(sweep__needs_stack(w, t, &r), "a second read");
+	sweep__set_stack(t, &r, BURN_STACK);	/* raced */
+	sweep__account(t, &r, add_rq, NULL);
+	r.now = 30 * MS;
+	r.switches = 4;
+	CHECK(sweep__needs_stack(w, t, &r), "a raced read stands for a second");
+	sweep__set_stack(t, &r, LOCK_STACK);
+	sweep__set_stack(t, &r, LOCK_STACK);
+	r.now = 40 * MS;
+	r.switches = 6;
+	CHECK(!sweep__needs_stack(w, t, &r), "two reads alike, read again");
 	sweep__free(w);
 }
 
@@ -403,5 +456,6 @@ int main(void)
 	test_final();
 	test_preempted(false);
 	test_preempted(true);
+	test_racy_read();
 	return check_summary();
 }

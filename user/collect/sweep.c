@@ -35,6 +35,11 @@ struct sweep_thread {
 	__u64 stack_switches;	/* at this switch count */
 	__u64 read_at;		/* r->now when it was read */
 	bool read;		/* stack was read */
+	bool stable;		/* the same as the read before it */
+	/* the stack read running, for a wait it was preempted in: kept
+	 * apart, so that a block not read again does not fall under it */
+	const void *run_stack;
+	__u64 run_switches, run_read_at;
 	void *data;		/* the collector's */
 	/* blocked time not given yet: between two ticks that saw no block,
 	 * or less than none (see sweep__account) */
@@ -133,12 +138,23 @@ static bool preempted(const struct sweep_thread *t,
 	       r->run_delay_ns > t->run_delay_ns;
 }
 
+/*
+ * A blocked thread that moved is read again unless its last two reads
+ * gave the same stack and the last is younger than reread_ns: a read
+ * races with the thread, which may have woken and gone on by then (the
+ * agent's burner came out asleep under the heavy() it burns in), and a
+ * stack read once must not stand for a second of blocks.  A thread read
+ * running is read again for a preemption at most every reread_ns.
+ */
 bool sweep__needs_stack(const struct sweep *w, const struct sweep_thread *t,
 			const struct thread_record *r)
 {
-	return (!r->on_cpu || preempted(t, r)) &&
-	       (!t->read || (t->stack_switches != r->switches &&
-			     r->now - t->read_at >= w->reread_ns));
+	if (r->on_cpu)
+		return preempted(t, r) &&
+		       (!t->run_stack || (t->run_switches != r->switches &&
+					  r->now - t->run_read_at >= w->reread_ns));
+	return !t->read || (t->stack_switches != r->switches &&
+			    (!t->stable || r->now - t->read_at >= w->reread_ns));
 }
 
 void sweep__set_reread(struct sweep *w, uint64_t ns)
@@ -154,6 +170,13 @@ void **sweep__data(struct sweep_thread *t)
 void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
 		      const void *stack)
 {
+	if (r->on_cpu) {
+		t->run_stack = stack;
+		t->run_switches = r->switches;
+		t->run_read_at = r->now;
+		return;
+	}
+	t->stable = t->read && stack == t->stack;
 	t->stack = stack;
 	t->stack_switches = r->switches;
 	t->read_at = r->now;
@@ -220,9 +243,10 @@ static int account_blocked(struct sweep_thread *t, const struct obs *cur,
 	return 0;
 }
 
-/* Run-queue time: under the stack seen waiting, else the last one read. */
+/* Run-queue time: under the stack seen waiting, else the one read
+ * running for a preemption, else the last one read. */
 static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
-		      sweep_add_fn add, void *ctx)
+		      bool pre, sweep_add_fn add, void *ctx)
 {
 	const void *stack = NULL;
 
@@ -233,6 +257,8 @@ static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 		stack = cur->stack;
 	else if (t->prev.kind == KIND_RUNQUEUE && t->prev.stack)
 		stack = t->prev.stack;
+	else if (pre && t->run_stack)
+		stack = t->run_stack;
 	else
 		stack = cur->stack ? cur->stack : t->stack;
 	if (!stack) {
@@ -268,7 +294,8 @@ static int account(struct sweep_thread *t, const struct thread_record *r,
 	 * it is carried instead (account_blocked).
 	 */
 	blocked = (__s64)dt - (__s64)cpu - (__s64)rq;
-	err = account_rq(t, &cur, rq, add, ctx);
+	err = account_rq(t, &cur, rq,
+			 r->on_cpu && r->vswitches == t->vswitches, add, ctx);
 	if (!err)
 		err = account_blocked(t, &cur, blocked, r->switches, r->now,
 				      add, ctx);
@@ -351,7 +378,9 @@ void sweep__forget_stacks(struct sweep *w)
 
 	HASH_ITER(hh, w->threads, t, tmp) {
 		t->stack = NULL;
+		t->run_stack = NULL;
 		t->read = false;
+		t->stable = false;
 		t->prev.stack = NULL;
 		t->last_block.stack = NULL;
 	}

@@ -32,20 +32,23 @@ struct sweep_thread *sweep__thread(struct sweep *w,
  * Does r's thread need its Python stack read now?  Only when it is off
  * the CPU (or was preempted running) and has switched since its stack
  * was last read: a thread blocked for a minute costs one read, not one a
- * tick.  And not again within sweep__set_reread's time of its last read.
+ * tick.  And, once two reads in a row gave the same stack, not again
+ * within sweep__set_reread's time of its last read.
  */
 bool sweep__needs_stack(const struct sweep *w, const struct sweep_thread *t,
 			const struct thread_record *r);
 /*
- * A thread that moved is read again at most every ns (0, the default: at
- * each move).  Until then its blocks weigh under the stack read last:
+ * A thread that moved, whose last two reads agree, is read again at most
+ * every ns (0, the default: at each move).  Until then its blocks weigh
+ * under the stack read last:
  * their time and causes stay exact, only which Python code they are in
  * is sampled, at a random tick, as a sampler would.  The agent's choice:
  * a read costs 7-10 us, and 200 processes that each sleep five times a
  * second took 1% of a CPU reading stacks at 19 Hz.
  */
 void sweep__set_reread(struct sweep *w, uint64_t ns);
-/* The stack read for r (an opaque pointer the collector names). */
+/* The stack read for r (an opaque pointer the collector names); read
+ * running (preempted), it stands for that thread's run-queue waits only. */
 void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
 		      const void *stack);
 /* What the collector keeps with the thread (how to read its stack). */
