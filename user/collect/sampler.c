@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -885,10 +884,6 @@ int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 	if (!s || !s->sweep)
 		return -ENODEV;
 	s->skel->bss->iter_mode = all ? ITER_SWEEP : ITER_SWEEP_MOVED;
-	/* the scheduler's clock on this CPU brought up to now, for the
-	 * tick's clock_gap (sweep_off_since) */
-	s->skel->bss->clock_gap = 0;
-	sched_yield();
 	s->sweep_fn = fn;
 	s->sweep_ctx = ctx;
 	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
