@@ -32,7 +32,7 @@ struct collector_opts {
 	uint64_t sweep_reread_ns;	/* sweep__set_reread(), 0: each move */
 	/* ticks wait at least this many times their CPU time (full ticks
 	 * twice that): the sweep's share of a CPU is at most 1.5 / it;
-	 * 0: 100 */
+	 * 0: SWEEP_DUTY, 150 */
 	unsigned int sweep_duty;
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;

@@ -124,17 +124,23 @@ struct sweep_thread *sweep__thread(struct sweep *w,
 }
 
 /*
- * Did r's thread wait for a CPU since its last record without blocking?
+ * Is r's thread running, not having blocked since its last record (ran_on)?
+ * And did it wait for a CPU since (preempted)?
  * Then the wait was the running code's, preempted: a thread seen running
  * at both ends of it has its stack read for it.  Given to the last block
  * read instead, a burn preempted on a busy host went to the lock wait
  * before it (the 20/50/30 ms cycle: burn 1.5 points short, lock over).
  */
+static bool ran_on(const struct sweep_thread *t,
+		   const struct thread_record *r)
+{
+	return r->on_cpu && r->vswitches == t->vswitches;
+}
+
 static bool preempted(const struct sweep_thread *t,
 		      const struct thread_record *r)
 {
-	return r->on_cpu && t->read && r->vswitches == t->vswitches &&
-	       r->run_delay_ns > t->run_delay_ns;
+	return ran_on(t, r) && t->read && r->run_delay_ns > t->run_delay_ns;
 }
 
 /*
@@ -285,8 +291,7 @@ static int account(struct sweep_thread *t, const struct thread_record *r,
 	 * it is carried instead (account_blocked).
 	 */
 	blocked = (__s64)dt - (__s64)cpu - (__s64)rq;
-	err = account_rq(t, &cur, rq,
-			 r->on_cpu && r->vswitches == t->vswitches, add, ctx);
+	err = account_rq(t, &cur, rq, ran_on(t, r), add, ctx);
 	if (!err)
 		err = account_blocked(t, &cur, blocked, r->switches, add, ctx);
 	t->at_ns = r->now;
