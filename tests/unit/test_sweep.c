@@ -424,6 +424,35 @@ static void test_racy_read(void)
 	sweep__free(w);
 }
 
+/*
+ * The wait to the next tick is drawn around its mean, capped by the duty
+ * or not: a fixed wait aliases with periodic work.  A sweep slowed to
+ * 150 x 33 us = 5 ms ticked at exactly 5 ms; a 100 ms cycle then showed
+ * its lock phase at the same points every cycle, or never.
+ */
+static void test_wait(void)
+{
+	__u64 lo = UINT64_MAX, hi = 0, sum = 0, w;
+	bool slowed;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		w = sweep__wait(5 * MS, 100000, 150, 0.5 + i / 100.0, &slowed);
+		CHECK(slowed, "a tick of 100 us at duty 150 is slowed");
+		lo = w < lo ? w : lo;
+		hi = w > hi ? w : hi;
+		sum += w;
+	}
+	CHECK(lo < 8 * MS && hi > 21 * MS, "the slowed wait is drawn: %llu-%llu ns",
+	      (unsigned long long)lo, (unsigned long long)hi);
+	CHECK(sum / 100 >= 15 * MS - MS / 10 && sum / 100 <= 15 * MS + MS / 10,
+	      "the slowed wait's mean is the duty's: %llu ns",
+	      (unsigned long long)(sum / 100));
+	w = sweep__wait(5 * MS, 10000, 150, 1.2, &slowed);
+	CHECK(!slowed && w == 6 * MS, "a cheap tick waits u x the mean: %llu",
+	      (unsigned long long)w);
+}
+
 int main(void)
 {
 	test_cycle(100, 0, false);
@@ -441,5 +470,6 @@ int main(void)
 	test_preempted(false);
 	test_preempted(true);
 	test_racy_read();
+	test_wait();
 	return check_summary();
 }

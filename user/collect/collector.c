@@ -1262,14 +1262,14 @@ static int sweep_one(void *ctx, const struct thread_record *r)
  */
 #define SWEEP_DUTY	150
 
-/* uniform in [0.5, 1.5) times the mean tick, as the perf timers' rates
- * are drawn: a fixed tick aliases with periodic work */
+/* when the next tick is due; ticks that read every thread wait twice
+ * the duty times their own cost, apart */
 static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
 			   bool all)
 {
 	double u = 0.5 + (double)rand_r(&c->seed) / ((double)RAND_MAX + 1.0);
-	uint64_t wait = (uint64_t)(u * (double)c->tick_ns);
 	uint64_t duty = c->o.sweep_duty ? c->o.sweep_duty : SWEEP_DUTY;
+	bool slowed;
 
 	if (all) {
 		/* the first reads every stack: no measure of the others */
@@ -1281,11 +1281,9 @@ static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
 		c->sweep_cost_ns = c->sweep_cost_ns ?
 			(7 * c->sweep_cost_ns + cpu) / 8 : cpu;
 	}
-	if (c->sweep_cost_ns * duty > wait) {
-		wait = c->sweep_cost_ns * duty;
-		c->sweep_slowed++;
-	}
-	c->next_tick_ns = start + wait;
+	c->next_tick_ns = start + sweep__wait(c->tick_ns, c->sweep_cost_ns,
+					      (unsigned int)duty, u, &slowed);
+	c->sweep_slowed += slowed;
 }
 
 static int sweep_tick(struct collector *c, bool all)

@@ -381,3 +381,13 @@ void sweep__forget_stacks(struct sweep *w)
 	}
 }
 
+uint64_t sweep__wait(uint64_t tick_ns, uint64_t cost_ns, unsigned int duty,
+		     double u, bool *slowed)
+{
+	uint64_t mean = tick_ns;
+
+	*slowed = cost_ns * duty > tick_ns;
+	if (*slowed)
+		mean = cost_ns * duty;
+	return (uint64_t)(u * (double)mean);
+}

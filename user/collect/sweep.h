@@ -73,6 +73,15 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
  */
 int sweep__final(struct sweep *w, struct sweep_thread *t,
 		 const struct thread_record *r, sweep_add_fn add, void *ctx);
+/*
+ * The wait before the next tick: u (uniform in [0.5, 1.5)) times the
+ * mean tick, or times duty x the ticks' CPU cost when that is longer
+ * (*slowed then): the sweep takes at most 1/duty of a CPU.  Drawn
+ * either way, as the perf timers' rates are: a fixed wait aliases with
+ * periodic work.
+ */
+uint64_t sweep__wait(uint64_t tick_ns, uint64_t cost_ns, unsigned int duty,
+		     double u, bool *slowed);
 /* A tick ends: forget the threads it did not meet. */
 void sweep__end(struct sweep *w);
 /* The stacks it holds are gone (the profile was rebased): read again. */
