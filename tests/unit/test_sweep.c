@@ -424,33 +424,72 @@ static void test_racy_read(void)
 	sweep__free(w);
 }
 
-/*
- * The wait to the next tick is drawn around its mean, capped by the duty
- * or not: a fixed wait aliases with periodic work.  A sweep slowed to
- * 150 x 33 us = 5 ms ticked at exactly 5 ms; a 100 ms cycle then showed
- * its lock phase at the same points every cycle, or never.
- */
-static void test_wait(void)
+/* Ticks every ~5 ms at 200 Hz, each costing cost(i) of CPU: the CPU
+ * share the budget let them take, and how many were slowed. */
+static double run_budget(__u64 (*cost)(int), int n, unsigned int duty,
+			 int *slowed_n, __u64 *lo, __u64 *hi)
 {
-	__u64 lo = UINT64_MAX, hi = 0, sum = 0, w;
+	struct sweep_budget b = {};
+	__u64 now = 1000 * MS, start = now, spent = 0, w;
 	bool slowed;
 	int i;
 
-	for (i = 0; i < 100; i++) {
-		w = sweep__wait(5 * MS, 100000, 150, 0.5 + i / 100.0, &slowed);
-		CHECK(slowed, "a tick of 100 us at duty 150 is slowed");
-		lo = w < lo ? w : lo;
-		hi = w > hi ? w : hi;
-		sum += w;
+	*slowed_n = 0;
+	*lo = UINT64_MAX;
+	*hi = 0;
+	srand(7);
+	for (i = 0; i < n; i++) {
+		double u = 0.5 + (double)rand() / ((double)RAND_MAX + 1.0);
+
+		spent += cost(i);
+		w = sweep__wait(&b, now, cost(i), 5 * MS, duty, u, &slowed);
+		*slowed_n += slowed;
+		if (slowed) {
+			*lo = w < *lo ? w : *lo;
+			*hi = w > *hi ? w : *hi;
+		}
+		now += w;
 	}
-	CHECK(lo < 8 * MS && hi > 21 * MS, "the slowed wait is drawn: %llu-%llu ns",
-	      (unsigned long long)lo, (unsigned long long)hi);
-	CHECK(sum / 100 >= 15 * MS - MS / 10 && sum / 100 <= 15 * MS + MS / 10,
-	      "the slowed wait's mean is the duty's: %llu ns",
-	      (unsigned long long)(sum / 100));
-	w = sweep__wait(5 * MS, 10000, 150, 1.2, &slowed);
-	CHECK(!slowed && w == 6 * MS, "a cheap tick waits u x the mean: %llu",
-	      (unsigned long long)w);
+	return (double)spent / (double)(now - start);
+}
+
+/* most ticks find nothing moved (10 us), one in five reads a stack */
+static __u64 mostly_cheap(int i)
+{
+	return i % 5 ? 10000 : 100000;
+}
+
+static __u64 all_dear(int i)
+{
+	(void)i;
+	return 300000;
+}
+
+/*
+ * The sweep spends at most 1/duty of a CPU, counted over time, not as a
+ * tick's mean cost: ticks that read a stack cost ten times those that
+ * find nothing moved, and the mean's jump after each dear one slowed the
+ * sweep of a 20/50/30 ms cycle to 30-60 ticks a second at 0.5% of a CPU,
+ * where 200 fit in the budget; the 30 ms lock phase then fell between
+ * ticks.  When slowed, the wait is drawn around its mean: a fixed wait
+ * aliases with periodic work.
+ */
+static void test_budget(void)
+{
+	int slowed;
+	__u64 lo, hi;
+	double share;
+
+	share = run_budget(mostly_cheap, 4000, 150, &slowed, &lo, &hi);
+	CHECK(slowed == 0, "within the budget (%.2f%% of a CPU), %d ticks slowed",
+	      100 * share, slowed);
+	share = run_budget(all_dear, 4000, 150, &slowed, &lo, &hi);
+	CHECK(slowed > 3900, "over the budget: %d of 4000 ticks slowed", slowed);
+	CHECK(share > 0.95 / 150 && share < 1.05 / 150,
+	      "slowed, the sweep takes 1/150 of a CPU: %.3f%%", 100 * share);
+	CHECK(lo < 25 * MS && hi > 65 * MS,
+	      "the slowed wait (45 ms on average) is drawn: %.1f-%.1f ms",
+	      lo / 1e6, hi / 1e6);
 }
 
 int main(void)
@@ -470,6 +509,6 @@ int main(void)
 	test_preempted(false);
 	test_preempted(true);
 	test_racy_read();
-	test_wait();
+	test_budget();
 	return check_summary();
 }

@@ -126,7 +126,7 @@ struct collector {
 	struct sweep *sweep;
 	uint64_t next_tick_ns, tick_ns, next_all_ns;
 	uint64_t sweep_slowed, sweep_max_ns;	/* ticks that waited longer */
-	uint64_t sweep_cost_ns;		/* a tick's CPU time, a moving mean */
+	struct sweep_budget sweep_budget;
 	bool sweep_last;		/* the last tick: every record is final */
 	unsigned int seed;
 	struct stackread *sweep_sr;
@@ -1263,7 +1263,8 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 #define SWEEP_DUTY	150
 
 /* when the next tick is due; ticks that read every thread wait twice
- * the duty times their own cost, apart */
+ * the duty times their own cost, apart, and are not charged to the
+ * others' budget */
 static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
 			   bool all)
 {
@@ -1277,12 +1278,11 @@ static void sweep_schedule(struct collector *c, uint64_t start, uint64_t cpu,
 			cpu = 0;
 		c->next_all_ns = start + (cpu * 2 * duty > SWEEP_ALL_NS ?
 					  cpu * 2 * duty : SWEEP_ALL_NS);
-	} else {
-		c->sweep_cost_ns = c->sweep_cost_ns ?
-			(7 * c->sweep_cost_ns + cpu) / 8 : cpu;
+		cpu = 0;
 	}
-	c->next_tick_ns = start + sweep__wait(c->tick_ns, c->sweep_cost_ns,
-					      (unsigned int)duty, u, &slowed);
+	c->next_tick_ns = start + sweep__wait(&c->sweep_budget, start, cpu,
+					      c->tick_ns, (unsigned int)duty,
+					      u, &slowed);
 	c->sweep_slowed += slowed;
 }
 

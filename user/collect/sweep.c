@@ -381,13 +381,28 @@ void sweep__forget_stacks(struct sweep *w)
 	}
 }
 
-uint64_t sweep__wait(uint64_t tick_ns, uint64_t cost_ns, unsigned int duty,
-		     double u, bool *slowed)
+/* what the budget may bank: 250 ms of time's worth (1.7 ms of CPU at
+ * the default duty, a few ticks that read many stacks) */
+#define SWEEP_BANK_NS	250000000ULL
+
+uint64_t sweep__wait(struct sweep_budget *b, uint64_t now, uint64_t cpu_ns,
+		     uint64_t tick_ns, unsigned int duty, double u,
+		     bool *slowed)
 {
+	int64_t bank = (int64_t)(SWEEP_BANK_NS / duty);
 	uint64_t mean = tick_ns;
 
-	*slowed = cost_ns * duty > tick_ns;
+	if (!b->at_ns)
+		b->credit_ns = bank;
+	else if (now > b->at_ns)
+		b->credit_ns += (int64_t)((now - b->at_ns) / duty);
+	b->at_ns = now;
+	if (b->credit_ns > bank)
+		b->credit_ns = bank;
+	b->credit_ns -= (int64_t)cpu_ns;
+	*slowed = b->credit_ns < 0 &&
+		  (uint64_t)-b->credit_ns * duty > tick_ns;
 	if (*slowed)
-		mean = cost_ns * duty;
+		mean = (uint64_t)-b->credit_ns * duty;
 	return (uint64_t)(u * (double)mean);
 }

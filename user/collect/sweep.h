@@ -74,14 +74,24 @@ int sweep__account(struct sweep_thread *t, const struct thread_record *r,
 int sweep__final(struct sweep *w, struct sweep_thread *t,
 		 const struct thread_record *r, sweep_add_fn add, void *ctx);
 /*
- * The wait before the next tick: u (uniform in [0.5, 1.5)) times the
- * mean tick, or times duty x the ticks' CPU cost when that is longer
- * (*slowed then): the sweep takes at most 1/duty of a CPU.  Drawn
- * either way, as the perf timers' rates are: a fixed wait aliases with
- * periodic work.
+ * The sweep's CPU budget: 1/duty of the time that passes, banked up to
+ * SWEEP_BANK_NS of time's worth, so that a few dear ticks (those that
+ * read stacks) do not slow the ticks that cost little.
  */
-uint64_t sweep__wait(uint64_t tick_ns, uint64_t cost_ns, unsigned int duty,
-		     double u, bool *slowed);
+struct sweep_budget {
+	int64_t credit_ns;	/* CPU time it may still spend */
+	uint64_t at_ns;		/* the tick it was last paid at (0: never) */
+};
+/*
+ * The wait after a tick that began at now and took cpu_ns of CPU: u
+ * (uniform in [0.5, 1.5)) times the mean tick, or times the time the
+ * budget needs to be paid back when that is longer (*slowed then).
+ * Drawn either way, as the perf timers' rates are: a fixed wait aliases
+ * with periodic work.
+ */
+uint64_t sweep__wait(struct sweep_budget *b, uint64_t now, uint64_t cpu_ns,
+		     uint64_t tick_ns, unsigned int duty, double u,
+		     bool *slowed);
 /* A tick ends: forget the threads it did not meet. */
 void sweep__end(struct sweep *w);
 /* The stacks it holds are gone (the profile was rebased): read again. */
