@@ -51,7 +51,7 @@ static int add(void *ctx, const void *stack, int kind, uint64_t ns)
 }
 
 static void record_at(struct sim *s, struct thread_record *r, __u64 t,
-		      __u64 lag)
+		      __u64 lag, bool off_since)
 {
 	int k = phase_of(t);
 	__u64 ran = ran_at(t) > lag && k == KIND_CPU ? ran_at(t) - lag :
@@ -66,6 +66,9 @@ static void record_at(struct sim *s, struct thread_record *r, __u64 t,
 	s->ran = ran > s->ran ? ran : s->ran;
 	r->ran_ns = s->ran;
 	r->switches = t / CYCLE * 3 + (k == KIND_CPU ? 0 : k == KIND_SLEEP ? 1 : 2);
+	/* when it left the CPU, as BPF works it out (sweep_off_since) */
+	if (off_since && k != KIND_CPU)
+		r->off_since = t / CYCLE * CYCLE + (k == KIND_SLEEP ? 20 : 70) * MS;
 }
 
 /*
@@ -103,7 +106,7 @@ static bool reported(struct bpf_side *b, struct thread_record *r, bool moved,
 
 /* Sweep seconds of the cycle at hz; CPU weight is the perf samples'. */
 static void run(struct sim *s, double hz, double seconds, __u64 lag,
-		bool moved)
+		bool moved, bool off_since)
 {
 	struct sweep *w = sweep__new(0, NULL);
 	struct bpf_side b = { ~0ULL, 0, 0, -1 };
@@ -115,7 +118,8 @@ static void run(struct sim *s, double hz, double seconds, __u64 lag,
 
 	memset(s, 0, sizeof(*s));
 	while (w) {
-		record_at(s, &r, now, (now * 2654435761ULL) % (lag + 1));
+		record_at(s, &r, now, (now * 2654435761ULL) % (lag + 1),
+			  off_since);
 		if (!reported(&b, &r, moved, now >= end, &all))
 			goto next;
 		if (all)
@@ -140,16 +144,18 @@ next:
 }
 
 /*
- * The cycle at hz, split within a point of the thread's time: each
+ * The cycle at hz; with off_since, each block's switch-out time known.
+ * Split within max_pp points of the thread's time: without it each
  * transition is split half and half, which is right on average only
  * (0.75 points with this seed at 100 Hz; 0.0-0.2 with seeds 2 to 4).
  */
-static void test_cycle(double hz, __u64 lag, bool moved)
+static void test_cycle(double hz, __u64 lag, bool moved, bool off_since,
+		       double max_pp)
 {
-	double seconds = 20, total, max_pp = 1.0;
+	double seconds = 20, total;
 	struct sim s;
 
-	run(&s, hz, seconds, lag, moved);
+	run(&s, hz, seconds, lag, moved, off_since);
 	total = (double)s.w[KIND_SLEEP] + s.w[KIND_LOCK];
 	/* blocked time in all is exact, 80 ms of each 100, but for what
 	 * the ticks after the last block carry (the run ends burning: at
@@ -160,9 +166,11 @@ static void test_cycle(double hz, __u64 lag, bool moved)
 	      (unsigned long long)lag, total / 1e9, 0.8 * seconds);
 	/* and split 50/30 */
 	CHECK(fabs(100 * s.w[KIND_SLEEP] / (seconds * 1e9) - 50) <= max_pp,
-	      "%.0f Hz: sleep %.3f%%", hz, 100 * s.w[KIND_SLEEP] / (seconds * 1e9));
+	      "%.0f Hz%s: sleep %.3f%%", hz, off_since ? " (off_since)" : "",
+	      100 * s.w[KIND_SLEEP] / (seconds * 1e9));
 	CHECK(fabs(100 * s.w[KIND_LOCK] / (seconds * 1e9) - 30) <= max_pp,
-	      "%.0f Hz: lock %.3f%%", hz, 100 * s.w[KIND_LOCK] / (seconds * 1e9));
+	      "%.0f Hz%s: lock %.3f%%", hz, off_since ? " (off_since)" : "",
+	      100 * s.w[KIND_LOCK] / (seconds * 1e9));
 	CHECK(s.wrong == 0, "%llu ns under the other stack",
 	      (unsigned long long)s.wrong);
 }
@@ -494,15 +502,23 @@ static void test_budget(void)
 
 int main(void)
 {
-	test_cycle(100, 0, false);
-	test_cycle(100, 4 * MS, false);	/* HZ=250: a tick of lag */
-	test_cycle(200, 4 * MS, false);
-	test_cycle(1000, 0, false);
-	/* as BPF reports: threads that moved, and all every second */
-	test_cycle(100, 0, true);
-	test_cycle(100, 4 * MS, true);
-	test_cycle(200, 4 * MS, true);
-	test_cycle(1000, 0, true);
+	bool off;
+
+	for (off = false; ; off = true) {
+		double pp = off ? 0.05 : 1.0;
+
+		test_cycle(100, 0, false, off, pp);
+		test_cycle(100, 4 * MS, false, off, pp);  /* HZ=250: a tick of lag */
+		test_cycle(200, 4 * MS, false, off, pp);
+		test_cycle(1000, 0, false, off, pp);
+		/* as BPF reports: threads that moved, and all every second */
+		test_cycle(100, 0, true, off, pp);
+		test_cycle(100, 4 * MS, true, off, pp);
+		test_cycle(200, 4 * MS, true, off, pp);
+		test_cycle(1000, 0, true, off, pp);
+		if (off)
+			break;
+	}
 	test_blocked_all_along();
 	test_forgets_exited();
 	test_final();

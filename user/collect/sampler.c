@@ -102,6 +102,10 @@ struct sampler {
 	struct sweep_link bounded[SAMPLER_SWEEP_PIDS];
 	int nbounded;
 	__u64 host_tasks;	/* tasks the last pass over all of them saw */
+	/* floors of the sweep's clock_gap readings: this second's and the
+	 * last one's (0: none), and when this one began (ktime ns) */
+	__s64 gap_floor[2];
+	__u64 gap_second;
 	unsigned int passes;
 	/* overload (sampler__adapt): the share of the rate sampled, and
 	 * what the counters said at the last look */
@@ -876,16 +880,29 @@ static int sweep_bounded(struct sampler *s, const pid_t *pids, int n)
 	return all;
 }
 
-int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
-		   sampler_thread_fn fn, void *ctx)
+/* The gap between ktime and the scheduler's clock for the next passes:
+ * the floor of the last second or two of readings (sweep_clock_gap).
+ * They drift apart by NTP's slew at most, microseconds a second. */
+static void fold_clock_gap(struct sampler *s)
+{
+	__u64 now = clock__now_ns();
+	__s64 seen = s->skel->bss->clock_gap_seen, *f = s->gap_floor;
+
+	if (now - s->gap_second >= 1000000000ULL) {
+		f[1] = f[0];
+		f[0] = 0;
+		s->gap_second = now;
+	}
+	if (seen && (!f[0] || seen < f[0]))
+		f[0] = seen;
+	s->skel->bss->clock_gap = f[1] && (!f[0] || f[1] < f[0]) ? f[1] : f[0];
+	s->skel->bss->clock_gap_seen = 0;
+}
+
+static int sweep_once(struct sampler *s, const pid_t *pids, int n)
 {
 	int ret;
 
-	if (!s || !s->sweep)
-		return -ENODEV;
-	s->skel->bss->iter_mode = all ? ITER_SWEEP : ITER_SWEEP_MOVED;
-	s->sweep_fn = fn;
-	s->sweep_ctx = ctx;
 	if (pids && n <= SAMPLER_SWEEP_PIDS && s->passes++ % SWEEP_RECOUNT &&
 	    (__u64)n * SWEEP_TASKS_PER_LINK < s->host_tasks) {
 		s->skel->bss->sweep_host = false;
@@ -904,6 +921,21 @@ int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
 	s->skel->bss->iter_visits = 0;
 	ret = sweep_pass(s, s->sweep_link);
 	s->host_tasks = s->skel->bss->iter_visits;
+	return ret;
+}
+
+int sampler__sweep(struct sampler *s, const pid_t *pids, int n, bool all,
+		   sampler_thread_fn fn, void *ctx)
+{
+	int ret;
+
+	if (!s || !s->sweep)
+		return -ENODEV;
+	s->skel->bss->iter_mode = all ? ITER_SWEEP : ITER_SWEEP_MOVED;
+	s->sweep_fn = fn;
+	s->sweep_ctx = ctx;
+	ret = sweep_once(s, pids, n);
+	fold_clock_gap(s);
 	return ret;
 }
 

@@ -19,6 +19,7 @@
 struct obs {
 	const void *stack;	/* NULL: not read (on the CPU) */
 	__u8 kind;		/* enum sample_kind, KIND_CPU on a CPU */
+	__u64 off_since;	/* left the CPU at (ktime ns), 0: not known */
 };
 
 struct sweep_thread {
@@ -205,17 +206,18 @@ static __u64 grew(__u64 now, __u64 then)
  * running thread's CPU time lags by up to a scheduler tick, a waiting
  * one's run-queue wait until it runs), so what the ticks between say is
  * carried to it.  It goes whole to the block when the last block seen is
- * the same one (no switch since), else half to each: the tail of the one
- * and the head of the other have the same expected length.  (The exact
- * head, from sched_info.last_arrival and the run since, was 0.1 points
- * off on the cycle at 100 Hz where halves are 0.6, but 7-13 points off
- * in one run of 18: taken out until that is understood.)  Giving the
+ * the same one (no switch since).  Else the new block has its head, from
+ * when the thread left the CPU (off_since), and the one before the rest;
+ * when that time is not known, half goes to each: the tail of the one
+ * and the head of the other have the same expected length (the halves
+ * were 0.4-0.6 points off on the cycle at 100 Hz in the bench).  Giving the
  * rest of a tick that saw the thread running to the block before made
  * the lag a phantom tail of it: 20/50/30 ms came out 47.5/32.2 at 100 Hz
  * in test_sweep.
  */
 static int account_blocked(struct sweep_thread *t, const struct obs *cur,
-			   __s64 ns, __u64 switches, sweep_add_fn add, void *ctx)
+			   __s64 ns, __u64 switches, __u64 now,
+			   sweep_add_fn add, void *ctx)
 {
 	__s64 all = ns + t->carry_blocked;
 	const struct obs *last = &t->last_block;
@@ -227,8 +229,14 @@ static int account_blocked(struct sweep_thread *t, const struct obs *cur,
 	if (all > 0) {
 		t->carry_blocked = 0;
 		if (is_blocked(last) && t->last_block_switches != switches) {
-			err = add(ctx, last->stack, last->kind, (__u64)all / 2);
-			all -= all / 2;
+			__s64 head = all / 2;
+
+			if (cur->off_since && cur->off_since <= now)
+				head = (__s64)(now - cur->off_since) < all ?
+				       (__s64)(now - cur->off_since) : all;
+			err = add(ctx, last->stack, last->kind,
+				  (__u64)(all - head));
+			all = head;
 			if (err)
 				return err;
 		}
@@ -272,7 +280,8 @@ static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 static int account(struct sweep_thread *t, const struct thread_record *r,
 		   const void *stack, sweep_add_fn add, void *ctx)
 {
-	struct obs cur = { NULL, r->on_cpu ? KIND_CPU : r->kind };
+	struct obs cur = { NULL, r->on_cpu ? KIND_CPU : r->kind,
+			   r->on_cpu ? 0 : r->off_since };
 	__u64 dt, cpu, rq;
 	__s64 blocked;
 	int err;
@@ -293,7 +302,8 @@ static int account(struct sweep_thread *t, const struct thread_record *r,
 	blocked = (__s64)dt - (__s64)cpu - (__s64)rq;
 	err = account_rq(t, &cur, rq, ran_on(t, r), add, ctx);
 	if (!err)
-		err = account_blocked(t, &cur, blocked, r->switches, add, ctx);
+		err = account_blocked(t, &cur, blocked, r->switches, r->now,
+				      add, ctx);
 	t->at_ns = r->now;
 	t->ran_ns = r->ran_ns;
 	t->run_delay_ns = r->run_delay_ns;
@@ -321,6 +331,7 @@ static int account_same(struct sweep_thread *t, const struct thread_record *r,
 		return 0;
 	same.now = r->same_until;
 	same.same_until = 0;
+	same.off_since = 0;	/* r's is the block it moved to */
 	same.switches = t->switches;
 	same.vswitches = t->vswitches;
 	same.on_cpu = t->prev.kind == KIND_CPU;
