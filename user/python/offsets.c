@@ -516,3 +516,75 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 	derive(out);
 	return 0;
 }
+
+int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
+			    struct py_gen_offsets *out, char *err,
+			    size_t errlen)
+{
+	const struct offsets_debug_layout *l;
+	const unsigned char *p = runtime;
+	struct verdict v = { .bad = false };
+	__u64 version, gen_size, frame_size, set_size;
+	__u64 iframe, state, sp, used, table, mask;
+	bool guess = false;
+	int ret;
+
+	ret = check_header(p, len, minor, &version, err, errlen);
+	if (ret)
+		return ret;
+	l = find_layout(minor, &guess);
+	/* a guessed layout's generator facts (states, depth) are not facts */
+	if (!l || guess || !l->gen_size) {
+		set_err(err, errlen,
+			"Python 3.%d: no generator layout known", minor);
+		return -ENOTSUP;
+	}
+	if (len < l->struct_size) {
+		set_err(err, errlen,
+			"Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
+			minor, len, l->struct_size);
+		return -EINVAL;
+	}
+	gen_size = remote__u64(p, len, l->gen_size);
+	iframe = remote__u64(p, len, l->gen_iframe);
+	state = remote__u64(p, len, l->gen_frame_state);
+	frame_size = remote__u64(p, len, l->frame_size);
+	sp = remote__u64(p, len, l->frame_stackpointer);
+	set_size = remote__u64(p, len, l->set_size);
+	used = remote__u64(p, len, l->set_used);
+	table = remote__u64(p, len, l->set_table);
+	mask = remote__u64(p, len, l->set_mask);
+
+	check_size(&v, "PyGenObject", gen_size, 48, CODE_MAX);
+	check_size(&v, "_PyInterpreterFrame", frame_size, 48, FRAME_MAX);
+	/* the frame is embedded whole, at the end */
+	check_field(&v, "gi_iframe", iframe, 8, gen_size);
+	if (iframe + frame_size > gen_size)
+		fail(&v, "gi_iframe %llu + frame %llu past the object",
+		     (unsigned long long)iframe,
+		     (unsigned long long)frame_size);
+	check_field(&v, "gi_frame_state", state, 1, iframe);
+	check_field(&v, "stackpointer", sp, 8, frame_size);
+	check_size(&v, "PySetObject", set_size, 32, SMALL_OBJ_MAX);
+	check_field(&v, "set used", used, 8, set_size);
+	check_field(&v, "set table", table, 8, set_size);
+	check_field(&v, "set mask", mask, 8, set_size);
+	if (v.bad) {
+		set_err(err, errlen, "Python 3.%d: bad _Py_DebugOffsets: %s",
+			minor, v.why);
+		return -EINVAL;
+	}
+	out->gen_iframe = iframe;
+	out->gen_frame_state = state;
+	out->frame_stackpointer = sp;
+	out->frame_size = frame_size;
+	out->set_used = used;
+	out->set_table = table;
+	out->set_mask = mask;
+	out->state_yield_from = l->state_yield_from;
+	out->state_yield_from_last = l->state_yield_from_last;
+	out->state_cleared = l->state_cleared;
+	out->owner_generator = l->owner_generator;
+	out->yf_depth = l->yf_depth;
+	return 0;
+}

@@ -32,6 +32,33 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 			struct py_offsets *out, char *err, size_t errlen);
 
 /*
+ * What reading a coroutine needs (user space only, so not in struct
+ * py_offsets): from _Py_DebugOffsets, which describes generators from
+ * 3.14 on, and the facts the generator records beside it.
+ */
+struct py_gen_offsets {
+	__u16 gen_iframe;		/* the embedded _PyInterpreterFrame */
+	__u16 gen_frame_state;		/* int8 gi_frame_state */
+	__u16 frame_stackpointer;	/* _PyStackRef *stackpointer */
+	__u16 frame_size;		/* sizeof(_PyInterpreterFrame) */
+	__u16 set_used, set_table, set_mask;	/* PySetObject */
+	__s8 state_yield_from;		/* suspended in an await: from ... */
+	__s8 state_yield_from_last;	/* ... to this frame state */
+	__s8 state_cleared;
+	__u8 owner_generator;		/* a coroutine's own frame's owner */
+	__u8 yf_depth;			/* awaited: stackpointer[-yf_depth] */
+};
+
+/*
+ * The same bytes as offsets__from_debug() takes: 0, or -ENOTSUP for a
+ * minor whose layout has no generators (before 3.14, or unknown), or
+ * -EINVAL with why in err when the values do not validate.
+ */
+int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
+			    struct py_gen_offsets *out, char *err,
+			    size_t errlen);
+
+/*
  * Internal: the generated tables (user/python/offsets_table.c, tools/gen-offsets).
  * Only offsets.c and the unit test use them.
  */
@@ -90,6 +117,20 @@ struct offsets_debug_layout {
 	__u16 interp_gil_locked;
 	__u16 interp_gil_holder;
 	__u16 gil_size;			/* sizeof(struct _gil_runtime_state) */
+	/* for asyncio tasks, 3.14+ (0 before): see struct py_gen_offsets */
+	__u16 gen_size;
+	__u16 gen_iframe;
+	__u16 gen_frame_state;
+	__u16 frame_stackpointer;
+	__u16 set_size;
+	__u16 set_used;
+	__u16 set_table;
+	__u16 set_mask;
+	__s8 state_yield_from;		/* FRAME_SUSPENDED_YIELD_FROM */
+	__s8 state_yield_from_last;	/* ... its last variant (3.15 _LOCKED) */
+	__s8 state_cleared;		/* FRAME_CLEARED */
+	__u8 owner_generator;		/* FRAME_OWNED_BY_GENERATOR */
+	__u8 yf_depth;			/* awaited object: stackpointer[-depth] */
 };
 
 extern const struct py_offsets offsets_table[];
