@@ -641,6 +641,18 @@ static const struct pstack *name_frames(struct collector *c,
 	return profile__stack(c->prof, out, n);
 }
 
+const struct pstack *collector__name_frames(struct collector *c, pid_t pid,
+					    int status,
+					    const struct py_frame *frames,
+					    int nframes)
+{
+	const struct pyproc *pp = registry__get(c->reg, pid);
+
+	if (!pp || nframes < 0 || nframes > PYSIGHT_MAX_FRAMES)
+		return NULL;
+	return name_frames(c, pp, status, frames, nframes);
+}
+
 /* Can a sample with a frame not named wait for the code's EV_CODE?
  * Only BPF sends those, for processes whose deallocs it watches. */
 static bool may_wait(const struct collector *c, const struct pyproc *pp)

@@ -135,6 +135,14 @@ int collector__snapshot(struct collector *c, pid_t pid,
 /* Find every Python process on the host now. */
 void collector__scan(struct collector *c);
 
+/* Frames of process pid read from user space (leaf first), named as a
+ * sample's are: root first, marked at the root when status says they are
+ * not whole.  NULL for an unknown process, or on ENOMEM. */
+const struct pstack *collector__name_frames(struct collector *c, pid_t pid,
+					    int status,
+					    const struct py_frame *frames,
+					    int nframes);
+
 struct profile *collector__profile(struct collector *c);
 /* Intern from now on in a fresh profile that holds only the named stacks
  * of live processes, so what exited processes and threads left behind

@@ -230,6 +230,12 @@ static int open_mapped(pid_t pid, const struct mapping *m, bool is_exe,
 	return err;
 }
 
+int process__open_mapping(pid_t pid, const struct mapping *m,
+			  struct stat *st)
+{
+	return open_mapped(pid, m, false, st);
+}
+
 /*
  * Where code objects die: PyCode_Type.tp_dealloc.  A uprobe there lets
  * BPF cache code objects safely.  0 when it cannot be found, or when the

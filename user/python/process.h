@@ -71,6 +71,12 @@ struct mapping {
 	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
 };
 
+/* A read-only descriptor on exactly the file mapped at m (its inode
+ * checked), and its stat: -errno.  Opens files of any owner: call it
+ * while the privileges to find processes are held. */
+int process__open_mapping(pid_t pid, const struct mapping *m,
+			  struct stat *st);
+
 /* 0, or -EINVAL when line (which it cuts at its newline) maps no file. */
 int process__parse_mapping(char *line, struct mapping *m);
 

@@ -151,6 +151,21 @@ static int read_frame(const struct remote_mem *mem, const struct py_proc *proc,
 	return 1;
 }
 
+int stackread__frame(const struct remote_mem *mem, const struct py_proc *proc,
+		     __u64 addr, struct stackread *out)
+{
+	struct pysight_loop l;
+	uint64_t frame = addr;
+	int n = out->n, ret;
+
+	pysight_loop_start(&l, addr);
+	ret = read_frame(mem, proc, &frame, &l, out);
+	/* its caller is not walked: a loop back to it is no error here */
+	if (ret == -ST_ERR_FRAME_LOOP)
+		ret = 1;
+	return ret < 0 ? ret : out->n == n;
+}
+
 /*
  * Is t still the thread state of the thread with this key?  Its id must
  * match, and it must still be linked (a freed one keeps its id): its

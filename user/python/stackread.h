@@ -77,6 +77,15 @@ int stackread__tstates(pid_t pid, const struct py_proc *proc,
 		       int (*fn)(void *ctx, __u64 key, __u64 tstate),
 		       void *ctx);
 
+/*
+ * The one frame at addr (a coroutine's own, which no thread's chain may
+ * hold), read and checked as a walk reads each: appended to out.  0 when
+ * kept, 1 when it has no code to name (a shim), or -status.
+ */
+struct remote_mem;
+int stackread__frame(const struct remote_mem *mem, const struct py_proc *proc,
+		     __u64 addr, struct stackread *out);
+
 /* The thread state that holds the main interpreter's GIL: 0 when it is
  * free.  -EFAULT when unreadable, -ENOENT without a GIL. */
 int stackread__gil_holder(pid_t pid, const struct py_proc *proc,

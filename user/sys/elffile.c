@@ -457,6 +457,34 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 	return -ENOENT;
 }
 
+int elffile__section(struct elf_file *ef, const char *name, void *buf,
+		     size_t len, size_t *size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!ef->elf || elf_getshdrstrndx(ef->elf, &shstrndx))
+		return -ENOENT;
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		const char *sname;
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		sname = elf_strptr(ef->elf, shstrndx, sh.sh_name);
+		if (!sname || strcmp(sname, name))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			return -ENOENT;
+		*size = data->d_size;
+		memcpy(buf, data->d_buf, len < data->d_size ? len : data->d_size);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int sym_value(struct elf_file *ef, Elf_Scn *rela_scn, size_t index,
 		     uint64_t *value)
 {

@@ -26,6 +26,12 @@ int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
  * -ENOENT when they are not in the file (e.g. .bss). */
 int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
 
+/* The file bytes of the section called name: the first len of them
+ * into buf, and in *size how many it holds.  -ENOENT when there is none
+ * (or no section headers). */
+int elffile__section(struct elf_file *ef, const char *name, void *buf,
+		     size_t len, size_t *size);
+
 /* The pointer stored at vaddr once relocated, as an unrelocated address:
  * the file bytes for ET_EXEC, the RELA addend (or symbol) for ET_DYN. */
 int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
