@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * asyncio tasks read out of another process, 3.14+, the way CPython's own
+ * `python -m asyncio pstree` reads them (Modules/_remote_debugging): the
+ * layout from the .AsyncioDebug section, the tasks from the circular
+ * lists each thread state and the interpreter hold, the edges from
+ * task_awaited_by alone.  Unlike it, nothing is stopped and no error
+ * ends the read: a torn list is cut and said to be, a task that does not
+ * check is dropped, and every walk is bounded.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "asynctasks.h"
+#include "elffile.h"
+#include "offsets.h"
+#include "process.h"
+#include "pyobj.h"
+#include "remote.h"
+#include "stackread.h"
+#include "symbols.h"
+
+/* Py_AsyncioModuleDebugOffsets: 13 uint64_t, no cookie, no version. */
+#define SECTION_NAME	".AsyncioDebug"
+#define SECTION_LEN	(13 * 8)
+
+#define TASK_SIZE_MIN	100	/* a FutureObj head and the task's fields */
+#define TASK_SIZE_MAX	4096
+#define BIG_STRUCT_MAX	(16u << 20)
+#define TSTATE_MAX	65536u
+
+/* struct llist_node { next; prev; } (Include/internal/pycore_llist.h) */
+#define NODE_NEXT	0
+#define NODE_PREV	8
+#define NODE_SIZE	16
+
+#define MAX_FILES	256	/* mapped files looked into for the section */
+#define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
+#define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
+#define DEBUG_READ_LEN	4096	/* covers _Py_DebugOffsets (3.15: 888) */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* A field of width bytes at off, naturally aligned, inside size. */
+static bool field_ok(__u64 off, unsigned int width, __u64 size)
+{
+	return off < size && off + width <= size && !(off % width);
+}
+
+int asynctasks__parse(const void *buf, size_t len, struct async_offsets *o,
+		      char *err, size_t errlen)
+{
+	const char *why = NULL;
+
+	if (len < SECTION_LEN) {
+		set_err(err, errlen, "%s is %zu bytes, not %d", SECTION_NAME,
+			len, SECTION_LEN);
+		return -EINVAL;
+	}
+	o->task_size = remote__u64(buf, len, 0);
+	o->task_name = remote__u64(buf, len, 8);
+	o->task_awaited_by = remote__u64(buf, len, 16);
+	o->task_is_task = remote__u64(buf, len, 24);
+	o->task_awaited_by_is_set = remote__u64(buf, len, 32);
+	o->task_coro = remote__u64(buf, len, 40);
+	o->task_node = remote__u64(buf, len, 48);
+	o->interp_size = remote__u64(buf, len, 56);
+	o->interp_tasks_head = remote__u64(buf, len, 64);
+	o->tstate_size = remote__u64(buf, len, 72);
+	o->tstate_running_loop = remote__u64(buf, len, 80);
+	o->tstate_running_task = remote__u64(buf, len, 88);
+	o->tstate_tasks_head = remote__u64(buf, len, 96);
+
+	if (o->task_size < TASK_SIZE_MIN || o->task_size > TASK_SIZE_MAX ||
+	    o->task_size % 8)
+		why = "task size";
+	else if (!field_ok(o->task_name, 8, o->task_size) ||
+		 !field_ok(o->task_awaited_by, 8, o->task_size) ||
+		 !field_ok(o->task_is_task, 1, o->task_size) ||
+		 !field_ok(o->task_awaited_by_is_set, 1, o->task_size) ||
+		 !field_ok(o->task_coro, 8, o->task_size) ||
+		 !field_ok(o->task_node, 8, o->task_size) ||
+		 o->task_node + NODE_SIZE > o->task_size)
+		why = "task field";
+	/* task_fut_waiter is not in the section: it precedes task_coro
+	 * (TaskObj in Modules/_asynciomodule.c, stable since 3.8), and the
+	 * future's state, an int, precedes fut_is_task */
+	else if (o->task_coro < 16 || o->task_name != o->task_coro + 8 ||
+		 o->task_is_task < 4 ||
+		 o->task_awaited_by + 8 != o->task_is_task - 4 ||
+		 o->task_awaited_by_is_set != o->task_is_task + 1 ||
+		 o->task_node < o->task_name + 8)
+		why = "task field order";
+	else if (o->interp_size < 64 || o->interp_size > BIG_STRUCT_MAX ||
+		 !field_ok(o->interp_tasks_head, 8, o->interp_size) ||
+		 o->interp_tasks_head + NODE_SIZE > o->interp_size)
+		why = "interpreter field";
+	else if (o->tstate_size < 64 || o->tstate_size > TSTATE_MAX ||
+		 !field_ok(o->tstate_running_loop, 8, o->tstate_size) ||
+		 !field_ok(o->tstate_running_task, 8, o->tstate_size) ||
+		 !field_ok(o->tstate_tasks_head, 8, o->tstate_size) ||
+		 o->tstate_tasks_head + NODE_SIZE > o->tstate_size ||
+		 o->tstate_running_task == o->tstate_tasks_head ||
+		 o->tstate_running_task == o->tstate_running_loop)
+		why = "thread state field";
+	if (why) {
+		set_err(err, errlen, "bad %s: %s", SECTION_NAME, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Could the file mapped here hold the section?  CPython's tools look in
+ * files whose name contains "python" (_asyncio.cpython-314-...so,
+ * python3.15, libpython3.15.so); the executable too, for a program that
+ * embeds an interpreter with _asyncio built in.  Not every file: opening
+ * a mapped device has effects of its own.
+ */
+static bool may_hold(const struct mapping *m, const char *exe)
+{
+	const char *base = strrchr(m->path, '/');
+
+	if (m->offset || m->path[0] != '/' || !strncmp(m->path, "/dev/", 5))
+		return false;
+	base = base ? base + 1 : m->path;
+	return strstr(base, "python") || !strcmp(m->path, exe);
+}
+
+static bool seen_file(const struct mapping *seen, int n,
+		      const struct mapping *m)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (seen[i].ino == m->ino && seen[i].dev_major == m->dev_major &&
+		    seen[i].dev_minor == m->dev_minor)
+			return true;
+	return false;
+}
+
+/* The section of the file mapped at m: 0, -ENOENT, or -errno. */
+static int section_of(pid_t pid, const struct mapping *m,
+		      struct async_offsets *out, char *err, size_t errlen)
+{
+	unsigned char buf[SECTION_LEN];
+	struct elf_file *ef;
+	struct stat st;
+	size_t size = 0;
+	int fd, ret;
+
+	fd = process__open_mapping(pid, m, &st);
+	if (fd < 0)
+		return fd;
+	ret = elffile__open_fd(fd, &ef);
+	if (!ret) {
+		memset(buf, 0, sizeof(buf));
+		ret = elffile__section(ef, SECTION_NAME, buf, sizeof(buf),
+				       &size);
+		elffile__close(ef);
+	}
+	close(fd);
+	if (ret)
+		return -ENOENT;
+	ret = asynctasks__parse(buf, size < sizeof(buf) ? size : sizeof(buf),
+				out, err, errlen);
+	if (ret)
+		set_err(err, errlen, "%s in %s does not check", SECTION_NAME,
+			m->path);
+	return ret;
+}
+
+int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
+		       size_t errlen)
+{
+	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
+	struct mapping *seen, m;
+	int n = 0, ret = -ENOENT, r;
+	ssize_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	len = readlink(path, exe, sizeof(exe) - 1);
+	exe[len > 0 ? len : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		set_err(err, errlen, "cannot read /proc/%d/maps: %s", pid,
+			strerror(-ret));
+		return ret;
+	}
+	seen = calloc(MAX_FILES, sizeof(*seen));
+	if (!seen) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	while (ret == -ENOENT && n < MAX_FILES && fgets(line, sizeof(line), f)) {
+		if (process__parse_mapping(line, &m) || !may_hold(&m, exe) ||
+		    seen_file(seen, n, &m))
+			continue;
+		seen[n++] = m;
+		r = section_of(pid, &m, out, err, errlen);
+		if (r != -ENOENT && r != -EACCES && r != -EPERM &&
+		    r != -ESTALE)
+			ret = r;
+	}
+	fclose(f);
+	free(seen);
+	if (ret == -ENOENT)
+		set_err(err, errlen,
+			"process %d has not imported asyncio: no %s section is mapped",
+			pid, SECTION_NAME);
+	return ret;
+}
+
+const char *asynctasks__state_name(int state)
+{
+	switch (state) {
+	case ASYNC_RUNNING:
+		return "running";
+	case ASYNC_WAITING:
+		return "waiting";
+	case ASYNC_READY:
+		return "ready";
+	case ASYNC_DONE:
+		return "done";
+	default:
+		return "unknown";
+	}
+}
+
+/* One read: what a walk needs as it goes. */
+struct walk {
+	pid_t pid;
+	const struct py_proc *proc;
+	const struct async_offsets *ao;
+	const struct py_gen_offsets *go;
+	struct remote_mem mem;
+	struct stackread *scratch;	/* a task's chain, as read */
+	struct async_tasks *out;
+	int cap;
+	int err;			/* -ENOMEM stops everything */
+};
+
+static void cut(struct walk *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->out->partial)
+		return;
+	w->out->partial = true;
+	va_start(ap, fmt);
+	vsnprintf(w->out->why, sizeof(w->out->why), fmt, ap);
+	va_end(ap);
+}
+
+static void read_name(struct walk *w, __u64 obj, char *buf, size_t len)
+{
+	char *s = symbols__read_str(w->pid, w->proc, obj);
+	uint64_t mag;
+	bool neg;
+
+	if (s) {
+		snprintf(buf, len, "%s", s);
+		free(s);
+		return;
+	}
+	/* 3.12+ keeps a counter until get_name() asks; CPython's tools
+	 * name it as Task.get_name() would */
+	if (!pyobj__int(w->pid, w->proc, obj, &mag, &neg))
+		snprintf(buf, len, "Task-%s%llu", neg ? "-" : "",
+			 (unsigned long long)mag);
+	else
+		snprintf(buf, len, "[unknown]");
+}
+
+/*
+ * The coroutine a suspended one awaits, or 0: the value under the top of
+ * its frame's stack, tag bits off (_PyGen_yf).  frame holds the frame's
+ * first frame_size bytes.
+ */
+static __u64 awaited_by_frame(struct walk *w, __u64 faddr,
+			      const unsigned char *frame)
+{
+	const struct py_gen_offsets *go = w->go;
+	uint64_t sp, slot, yf;
+
+	sp = remote__u64(frame, go->frame_size, go->frame_stackpointer);
+	slot = sp - 8ull * go->yf_depth;
+	/* the stack lies in the coroutine, past the frame's fixed part */
+	if (sp < faddr + go->frame_size || slot < faddr ||
+	    sp - faddr > MAX_DEPTH_BYTES || slot % 8)
+		return 0;
+	if (remote__mem_read64(&w->mem, slot, &yf))
+		return 0;
+	return yf & w->proc->off.code_tag_mask;
+}
+
+/*
+ * The task's coroutines, outermost first as read, kept leaf first: each
+ * coroutine's own frame, then what it awaits while that is a coroutine
+ * of the same type (CPython's rule: a FutureIter or another awaitable
+ * ends the chain).
+ */
+static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
+{
+	const struct py_gen_offsets *go = w->go;
+	unsigned char head[1024 + 256];
+	__u64 type = 0, faddr;
+	size_t need = go->gen_iframe + go->frame_size;
+	struct stackread *sr = w->scratch;
+	int depth, ret, i;
+	__s8 state;
+
+	sr->n = 0;
+	t->status = ST_COMPLETE;
+	for (depth = 0; coro; depth++) {
+		if (depth == ASYNC_MAX_CHAIN) {
+			t->status = ST_TRUNCATED;
+			break;
+		}
+		if (need > sizeof(head) ||
+		    remote__mem_read(&w->mem, coro, head, need)) {
+			t->status = ST_ERR_READ_FRAME;
+			break;
+		}
+		if (!depth)
+			type = remote__u64(head, need, w->proc->off.object_type);
+		else if (remote__u64(head, need, w->proc->off.object_type) != type)
+			break;
+		state = (__s8)head[go->gen_frame_state];
+		if (state == go->state_cleared)
+			break;
+		faddr = coro + go->gen_iframe;
+		if (head[go->gen_iframe + w->proc->off.frame_owner] !=
+		    go->owner_generator) {
+			t->status = ST_ERR_READ_FRAME;
+			break;
+		}
+		ret = stackread__frame(&w->mem, w->proc, faddr, sr);
+		if (ret) {
+			/* a coroutine's frame has code: this one is gone */
+			t->status = ret < 0 ? -ret : ST_ERR_BAD_CODE;
+			break;
+		}
+		if (state < go->state_yield_from ||
+		    state > go->state_yield_from_last)
+			break;
+		coro = awaited_by_frame(w, faddr, head + go->gen_iframe);
+	}
+	t->nframes = sr->n < ASYNC_MAX_CHAIN ? sr->n : ASYNC_MAX_CHAIN;
+	for (i = 0; i < t->nframes; i++)
+		t->frames[i] = sr->frames[t->nframes - 1 - i];
+}
+
+/* Is the object at obj a task?  fut_is_task is 1 only in a Task (a
+ * Future has the same head, with 0 there). */
+static bool is_task(struct walk *w, __u64 obj)
+{
+	unsigned char b = 0;
+
+	return obj && !remote__mem_read(&w->mem, obj + w->ao->task_is_task,
+					&b, 1) && b == 1;
+}
+
+static void add_awaiter(struct walk *w, struct async_task *t, __u64 obj)
+{
+	if (!is_task(w, obj))
+		return;
+	if (t->nawaiters == ASYNC_MAX_AWAITERS) {
+		t->awaiters_cut = true;
+		return;
+	}
+	t->awaiters[t->nawaiters++] = obj;
+}
+
+/* The awaiters in a set: its table's live keys, at most used of them. */
+static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
+{
+	const struct py_gen_offsets *go = w->go;
+	uint64_t used, mask, table, entry[2];
+	char type[16];
+	uint64_t i, found = 0;
+
+	if (!pyobj__type_name(w->pid, set, type, sizeof(type)) ||
+	    strcmp(type, "set") ||
+	    remote__mem_read64(&w->mem, set + go->set_used, &used) ||
+	    remote__mem_read64(&w->mem, set + go->set_mask, &mask) ||
+	    remote__mem_read64(&w->mem, set + go->set_table, &table) ||
+	    mask >= MAX_SET_SLOTS || (mask & (mask + 1)) || used > mask + 1) {
+		t->awaiters_cut = true;
+		return;
+	}
+	for (i = 0; i <= mask && found < used; i++) {
+		if (remote__mem_read(&w->mem, table + 16 * i, entry,
+				     sizeof(entry))) {
+			t->awaiters_cut = true;
+			return;
+		}
+		if (!entry[0])
+			continue;
+		found++;
+		/* the dummy of a removed key is no task, and is skipped */
+		add_awaiter(w, t, entry[0]);
+	}
+}
+
+static void read_task(struct walk *w, __u64 addr, const unsigned char *tb,
+		      __u64 thread_key, __u64 running, struct async_task *t)
+{
+	const struct async_offsets *ao = w->ao;
+	size_t n = ao->task_size;
+	__u64 waiter, by;
+
+	memset(t, 0, sizeof(*t));
+	t->addr = addr;
+	t->thread_key = thread_key;
+	read_name(w, remote__u64(tb, n, ao->task_name), t->name,
+		  sizeof(t->name));
+	waiter = remote__u64(tb, n, ao->task_coro - 8);
+	if (running && addr == running)
+		t->state = ASYNC_RUNNING;
+	else if (remote__u32(tb, n, ao->task_is_task - 4))
+		t->state = ASYNC_DONE;
+	else if (waiter)
+		t->state = ASYNC_WAITING;
+	else
+		t->state = ASYNC_READY;
+	if (waiter && t->state == ASYNC_WAITING &&
+	    !pyobj__type_name(w->pid, waiter, t->awaits, sizeof(t->awaits)))
+		snprintf(t->awaits, sizeof(t->awaits), "[unknown]");
+	read_chain(w, remote__u64(tb, n, ao->task_coro), t);
+	by = remote__u64(tb, n, ao->task_awaited_by);
+	if (by && tb[ao->task_awaited_by_is_set])
+		read_awaiter_set(w, t, by);
+	else if (by)
+		add_awaiter(w, t, by);
+}
+
+static struct async_task *new_task(struct walk *w)
+{
+	struct async_tasks *o = w->out;
+	struct async_task *nt;
+
+	if (o->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 64;
+		nt = realloc(o->tasks, w->cap * sizeof(*nt));
+		if (!nt) {
+			w->err = -ENOMEM;
+			return NULL;
+		}
+		o->tasks = nt;
+	}
+	return &o->tasks[o->n++];
+}
+
+/*
+ * The circular list whose sentinel is at head: each node's task, until
+ * the walk is back at head.  A node whose back link does not name the
+ * node before it was unlinked or reused under the read: the list is cut
+ * there, as at a NULL link, a loop or a task that does not check.
+ */
+static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
+		      __u64 running)
+{
+	const struct async_offsets *ao = w->ao;
+	unsigned char tb[TASK_SIZE_MAX];
+	struct pysight_loop l;
+	uint64_t prev = head, node, back;
+	struct async_task *t;
+
+	if (remote__mem_read64(&w->mem, head + NODE_NEXT, &node)) {
+		cut(w, "a task list is unreadable");
+		return;
+	}
+	pysight_loop_start(&l, node);
+	while (node != head && !w->err) {
+		if (w->out->n >= ASYNC_MAX_TASKS) {
+			cut(w, "more than %d tasks", ASYNC_MAX_TASKS);
+			return;
+		}
+		if (!node || node < ao->task_node) {
+			cut(w, "a task list ends without its head (changed while read)");
+			return;
+		}
+		if (remote__mem_read64(&w->mem, node + NODE_PREV, &back) ||
+		    back != prev) {
+			cut(w, "a task list changed while read");
+			return;
+		}
+		if (remote__mem_read(&w->mem, node - ao->task_node, tb,
+				     ao->task_size) ||
+		    tb[ao->task_is_task] != 1) {
+			cut(w, "a task list holds something not a task");
+			return;
+		}
+		t = new_task(w);
+		if (!t)
+			return;
+		read_task(w, node - ao->task_node, tb, thread_key, running, t);
+		prev = node;
+		node = remote__u64(tb, ao->task_size, ao->task_node + NODE_NEXT);
+		if (pysight_loop_seen(&l, node)) {
+			cut(w, "a task list loops");
+			return;
+		}
+	}
+}
+
+static int thread_tasks(void *ctx, __u64 key, __u64 tstate)
+{
+	struct walk *w = ctx;
+	uint64_t running = 0;
+
+	remote__mem_read64(&w->mem, tstate + w->ao->tstate_running_task,
+			   &running);
+	walk_list(w, tstate + w->ao->tstate_tasks_head, key, running);
+	return w->err;
+}
+
+struct seen {
+	__u64 addr;
+	int at;
+};
+
+static int by_addr(const void *pa, const void *pb)
+{
+	const struct seen *a = pa, *b = pb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->at - b->at;
+}
+
+/* A task moved from its thread's list to the interpreter's under the
+ * read is met twice: the first meeting stands. */
+static int drop_repeats(struct async_tasks *o)
+{
+	struct seen *s;
+	bool *dup;
+	int i, k;
+
+	if (o->n < 2)
+		return 0;
+	s = malloc(o->n * sizeof(*s));
+	dup = calloc(o->n, sizeof(*dup));
+	if (!s || !dup) {
+		free(s);
+		free(dup);
+		return -ENOMEM;
+	}
+	for (i = 0; i < o->n; i++)
+		s[i] = (struct seen){ o->tasks[i].addr, i };
+	qsort(s, o->n, sizeof(*s), by_addr);
+	for (i = 1; i < o->n; i++)
+		if (s[i].addr == s[i - 1].addr)
+			dup[s[i].at] = true;
+	for (i = k = 0; i < o->n; i++)
+		if (!dup[i])
+			o->tasks[k++] = o->tasks[i];
+	o->n = k;
+	free(s);
+	free(dup);
+	return 0;
+}
+
+int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
+		     const struct async_offsets *ao, struct async_tasks *out,
+		     char *err, size_t errlen)
+{
+	struct py_gen_offsets go;
+	struct walk w = {
+		.pid = pid, .proc = proc, .ao = ao, .go = &go,
+		.mem = { .pid = pid }, .out = out,
+	};
+	unsigned char *dbg;
+	uint64_t interp;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (minor < ASYNC_FIRST_MINOR) {
+		set_err(err, errlen, "Python 3.%d has no %s", minor,
+			SECTION_NAME);
+		return -ENOTSUP;
+	}
+	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */
+	dbg = malloc(DEBUG_READ_LEN);
+	if (!dbg)
+		return -ENOMEM;
+	ret = remote__read(pid, proc->runtime_addr, dbg, DEBUG_READ_LEN);
+	if (ret)
+		set_err(err, errlen, "cannot read _PyRuntime: %s",
+			strerror(-ret));
+	else
+		ret = offsets__gen_from_debug(dbg, DEBUG_READ_LEN, minor, &go,
+					      err, errlen);
+	free(dbg);
+	if (ret)
+		return ret;
+	w.scratch = malloc(sizeof(*w.scratch));
+	if (!w.scratch)
+		return -ENOMEM;
+	ret = stackread__tstates(pid, proc, thread_tasks, &w);
+	if (ret < 0 && !w.err)
+		cut(&w, "the thread list is unreadable");
+	/* then the tasks of threads that exited, as CPython lists them */
+	if (!w.err &&
+	    !remote__mem_read64(&w.mem, proc->runtime_addr +
+				proc->off.runtime_interpreters_head, &interp) &&
+	    interp)
+		walk_list(&w, interp + ao->interp_tasks_head, 0, 0);
+	free(w.scratch);
+	return w.err ? w.err : drop_repeats(out);
+}
+
+void asynctasks__free(struct async_tasks *t)
+{
+	free(t->tasks);
+	t->tasks = NULL;
+	t->n = 0;
+}

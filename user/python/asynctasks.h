@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The asyncio tasks of another process, 3.14+: where _asyncio's
+ * .AsyncioDebug section says they are (each thread's list, and the
+ * interpreter's for threads that died), each task's name, state,
+ * coroutine chain and who awaits it.  The lists change under the read:
+ * every walk is bounded, every task checked, and a cut list said so.
+ */
+#ifndef __PYSIGHT_ASYNCTASKS_H
+#define __PYSIGHT_ASYNCTASKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "pysight.h"
+
+#define ASYNC_FIRST_MINOR	14	/* .AsyncioDebug appeared in 3.14 */
+#define ASYNC_MAX_TASKS		10000	/* per process; more: partial */
+#define ASYNC_MAX_CHAIN		64	/* coroutines a task awaits through */
+#define ASYNC_MAX_AWAITERS	16	/* kept per task */
+#define ASYNC_NAME_LEN		256
+
+/* _Py_AsyncioModuleDebugOffsets, as read from the section and checked. */
+struct async_offsets {
+	__u64 task_size, task_name, task_awaited_by, task_is_task;
+	__u64 task_awaited_by_is_set, task_coro, task_node;
+	__u64 interp_size, interp_tasks_head;
+	__u64 tstate_size, tstate_running_loop, tstate_running_task;
+	__u64 tstate_tasks_head;
+};
+
+/* The section's 104 bytes, checked: 0, or -EINVAL with why in err. */
+int asynctasks__parse(const void *buf, size_t len, struct async_offsets *out,
+		      char *err, size_t errlen);
+
+/*
+ * Find .AsyncioDebug in the files process pid maps (the _asyncio module,
+ * or the interpreter that builds it in) and parse it: 0, -ENOENT when no
+ * mapped file has it (asyncio not imported yet), or -errno, with why in
+ * err.  It opens files of any owner: call it while allowed to.
+ */
+int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
+		       size_t errlen);
+
+enum async_state {
+	ASYNC_RUNNING,		/* its thread's running task */
+	ASYNC_WAITING,		/* on its fut_waiter */
+	ASYNC_READY,		/* nothing to wait for: scheduled to run */
+	ASYNC_DONE,		/* finished or cancelled, not yet unlinked */
+};
+
+struct async_task {
+	__u64 addr;
+	__u64 thread_key;	/* its list's thread (native id); 0: the
+				 * interpreter's list */
+	char name[ASYNC_NAME_LEN];	/* as the target holds it: escape it */
+	int state;			/* enum async_state */
+	char awaits[64];		/* the awaited object's type, or "" */
+	int status;			/* enum sample_status of the chain */
+	int nframes;
+	struct py_frame frames[ASYNC_MAX_CHAIN];	/* leaf first */
+	int nawaiters;
+	__u64 awaiters[ASYNC_MAX_AWAITERS];	/* tasks awaiting it */
+	bool awaiters_cut;		/* more, or some unreadable */
+};
+
+struct async_tasks {
+	struct async_task *tasks;
+	int n;
+	bool partial;		/* a list was cut: torn, looped or too long */
+	char why[128];		/* the first cut */
+};
+
+/*
+ * Every task of the main interpreter of process pid (a 3.14+ CPython
+ * whose facts are proc), thread by thread in the interpreter's order,
+ * each list in its order: 0, or -ENOTSUP (another minor), -EFAULT, with
+ * why in err.  Free out with asynctasks__free, whatever it returned.
+ */
+int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
+		     const struct async_offsets *ao, struct async_tasks *out,
+		     char *err, size_t errlen);
+void asynctasks__free(struct async_tasks *t);
+
+/* "running", "waiting", ... */
+const char *asynctasks__state_name(int state);
+
+#endif /* __PYSIGHT_ASYNCTASKS_H */
