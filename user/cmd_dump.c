@@ -12,6 +12,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "asynctasks.h"
 #include "collector.h"
 #include "commands.h"
 #include "jsontext.h"
@@ -32,12 +33,14 @@ struct dump_opts {
 	int npids;
 	bool json;
 	bool locals;
+	bool tasks;
 };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "The process to dump (repeatable; default every Python process)", 0 },
 	{ "json", 'j', NULL, 0, "One JSON document, for scripts", 0 },
 	{ "locals", 'l', NULL, 0, "Each frame's local variables, with short values of simple types", 0 },
+	{ "tasks", 't', NULL, 0, "The asyncio tasks instead (Python 3.14+): who awaits whom, each task's state and coroutines", 0 },
 	{},
 };
 
@@ -58,6 +61,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'l':
 		o->locals = true;
+		break;
+	case 't':
+		o->tasks = true;
 		break;
 	case ARGP_KEY_ARG:
 		usage_error("unexpected argument '%s' (give processes with -p)", arg);
@@ -82,11 +88,22 @@ struct dthread {
 	int nlocals;
 };
 
+/* A process's asyncio tasks (--tasks). */
+struct dtasks {
+	pid_t pid;
+	struct async_offsets ao;
+	struct async_tasks t;
+	struct seen_task *index;	/* by address */
+};
+
 struct dump {
 	struct dthread *threads;
 	size_t n, cap;
 	unsigned int no_python;		/* threads with no thread state */
 	bool locals;
+	struct dtasks *tasks;		/* one per -p; NULL without --tasks */
+	int ntasks;
+	struct collector *c;		/* names the tasks' frames */
 };
 
 /* Every frame's locals, read now, while the frames are where they were. */
@@ -119,6 +136,11 @@ static void dump_free(struct dump *d)
 	size_t i;
 	int j;
 
+	for (j = 0; j < d->ntasks; j++) {
+		asynctasks__free(&d->tasks[j].t);
+		free(d->tasks[j].index);
+	}
+	free(d->tasks);
 	for (i = 0; i < d->n; i++) {
 		for (j = 0; j < d->threads[i].nlocals; j++)
 			free(d->threads[i].locals[j].vars);
@@ -351,6 +373,368 @@ static int print_json(const struct dump *d)
 	return 0;
 }
 
+/* A task by address, for the edges. */
+struct seen_task {
+	__u64 addr;
+	int i;
+};
+
+#define TREE_DEPTH	64	/* tasks awaiting tasks, shown at most */
+
+static int seen_cmp(const void *pa, const void *pb)
+{
+	const struct seen_task *a = pa, *b = pb;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int index_tasks(struct dtasks *dt)
+{
+	int i;
+
+	dt->index = malloc((dt->t.n + 1) * sizeof(*dt->index));
+	if (!dt->index)
+		return -ENOMEM;
+	for (i = 0; i < dt->t.n; i++)
+		dt->index[i] = (struct seen_task){ dt->t.tasks[i].addr, i };
+	qsort(dt->index, dt->t.n, sizeof(*dt->index), seen_cmp);
+	return 0;
+}
+
+/* The index of the task at addr, or -1 (not a task read, or none). */
+static int task_at(const struct dtasks *dt, __u64 addr)
+{
+	struct seen_task key = { addr, 0 }, *f;
+
+	f = bsearch(&key, dt->index, dt->t.n, sizeof(key), seen_cmp);
+	return f ? f->i : -1;
+}
+
+/* Tasks by the task they are awaited by: kids[first[i] .. first[i + 1]). */
+struct tree {
+	const struct dump *d;
+	const struct dtasks *dt;
+	int *first, *kids;
+	char *shown;
+};
+
+static int tree_build(struct tree *tr)
+{
+	const struct async_tasks *t = &tr->dt->t;
+	int i, j, p, *fill;
+
+	tr->first = calloc(t->n + 2, sizeof(int));
+	tr->shown = calloc(t->n + 1, 1);
+	fill = calloc(t->n + 1, sizeof(int));
+	tr->kids = malloc((t->n * ASYNC_MAX_AWAITERS + 1) * sizeof(int));
+	if (!tr->first || !tr->shown || !fill || !tr->kids) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->n; i++)
+		for (j = 0; j < t->tasks[i].nawaiters; j++)
+			if ((p = task_at(tr->dt, t->tasks[i].awaiters[j])) >= 0)
+				tr->first[p + 1]++;
+	for (i = 0; i < t->n; i++)
+		tr->first[i + 1] += tr->first[i];
+	for (i = 0; i < t->n; i++)
+		for (j = 0; j < t->tasks[i].nawaiters; j++)
+			if ((p = task_at(tr->dt, t->tasks[i].awaiters[j])) >= 0)
+				tr->kids[tr->first[p] + fill[p]++] = i;
+	free(fill);
+	return 0;
+}
+
+static void tree_free(struct tree *tr)
+{
+	free(tr->first);
+	free(tr->kids);
+	free(tr->shown);
+}
+
+/* Is task i awaited by a task that was read? */
+static bool has_parent(const struct dtasks *dt, int i)
+{
+	const struct async_task *t = &dt->t.tasks[i];
+	int j;
+
+	for (j = 0; j < t->nawaiters; j++)
+		if (task_at(dt, t->awaiters[j]) >= 0)
+			return true;
+	return false;
+}
+
+/* The task's coroutines, named as a sample's frames: root first. */
+static const struct pstack *task_stack(const struct dump *d,
+				       const struct dtasks *dt,
+				       const struct async_task *t)
+{
+	if (!t->nframes && t->status == ST_COMPLETE)
+		return NULL;
+	return collector__name_frames(d->c, dt->pid, t->status, t->frames,
+				      t->nframes);
+}
+
+static void print_task(struct tree *tr, int i, int depth)
+{
+	const struct async_task *t = &tr->dt->t.tasks[i];
+	const struct pstack *s;
+	char text[LABEL_MAX];
+	int ind = 2 + 2 * depth, k;
+	unsigned int f;
+
+	printf("%*sTask \"", ind, "");
+	utf8__fputs_escaped(t->name, stdout);
+	printf("\" (%s", asynctasks__state_name(t->state));
+	if (t->awaits[0]) {
+		fputs(" on ", stdout);
+		utf8__fputs_escaped(t->awaits, stdout);
+	}
+	putchar(')');
+	/* a task awaited by two, or by its own awaiter (a cycle) */
+	if (tr->shown[i]) {
+		puts(", shown above");
+		return;
+	}
+	putchar('\n');
+	tr->shown[i] = 1;
+	s = task_stack(tr->d, tr->dt, t);
+	if (!s)
+		printf("%*s(no coroutine frames)\n", ind + 4, "");
+	for (f = s ? s->n : 0; f-- > 0;) {
+		labels__frame(s->frames[f], text, sizeof(text));
+		printf("%*s", ind + 4, "");
+		utf8__fputs_escaped(text, stdout);
+		putchar('\n');
+	}
+	if (t->awaiters_cut)
+		printf("%*s[awaited by more than shown]\n", ind + 4, "");
+	if (depth == TREE_DEPTH) {
+		if (tr->first[i + 1] > tr->first[i])
+			printf("%*s[deeper tasks not shown]\n", ind + 2, "");
+		return;
+	}
+	for (k = tr->first[i]; k < tr->first[i + 1]; k++)
+		print_task(tr, tr->kids[k], depth + 1);
+}
+
+static const char *thread_name_of(const struct dump *d, pid_t pid, __u64 key)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		if (d->threads[i].t.pid == pid &&
+		    (__u64)d->threads[i].t.tid == key)
+			return d->threads[i].t.name;
+	return NULL;
+}
+
+/* Roots (tasks no task read awaits) thread by thread, in list order;
+ * then whatever only a cycle reaches. */
+static int print_tasks_of(const struct dump *d, const struct dtasks *dt)
+{
+	const struct async_tasks *t = &dt->t;
+	struct tree tr = { .d = d, .dt = dt };
+	char esc[UTF8_ESC_SIZE(THREADNAME_LEN)];
+	const char *name;
+	bool cycles = false;
+	int i, j;
+
+	if (tree_build(&tr)) {
+		tree_free(&tr);
+		return -ENOMEM;
+	}
+	printf("%d task%s", t->n, t->n == 1 ? "" : "s");
+	if (t->partial)
+		printf(" [partial: %s]", t->why);
+	putchar('\n');
+	for (i = 0; i < t->n; i++) {
+		__u64 key = t->tasks[i].thread_key;
+
+		/* a thread's header at its first task */
+		for (j = 0; j < i && t->tasks[j].thread_key != key; j++)
+			;
+		if (j < i)
+			continue;
+		name = key ? thread_name_of(d, dt->pid, key) : NULL;
+		if (!key)
+			printf("\nTasks of threads that exited\n");
+		else if (name)
+			printf("\nThread %llu \"%s\"\n", (unsigned long long)key,
+			       utf8__escape(esc, sizeof(esc), name));
+		else
+			printf("\nThread %llu\n", (unsigned long long)key);
+		for (j = i; j < t->n; j++)
+			if (t->tasks[j].thread_key == key && !has_parent(dt, j))
+				print_task(&tr, j, 0);
+	}
+	for (i = 0; i < t->n; i++) {
+		if (tr.shown[i])
+			continue;
+		if (!cycles)
+			printf("\nTasks in await cycles\n");
+		cycles = true;
+		print_task(&tr, i, 0);
+	}
+	tree_free(&tr);
+	return 0;
+}
+
+static void print_tasks_text(const struct dump *d)
+{
+	char cmd[512], esc[UTF8_ESC_SIZE(512)];
+	int i;
+
+	for (i = 0; i < d->ntasks; i++) {
+		const struct dtasks *dt = &d->tasks[i];
+
+		cmdline(dt->pid, cmd, sizeof(cmd));
+		printf("%sProcess %d: %s\n", i ? "\n" : "", dt->pid,
+		       utf8__escape(esc, sizeof(esc), cmd));
+		print_tasks_of(d, dt);
+	}
+}
+
+static json_object *hex_json(__u64 addr)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+	return json_object_new_string(buf);
+}
+
+static json_object *task_json(const struct dump *d, const struct dtasks *dt,
+			      const struct async_task *t)
+{
+	json_object *o = json_object_new_object();
+	json_object *fr = json_object_new_array();
+	json_object *by = json_object_new_array();
+	const struct pstack *s = task_stack(d, dt, t);
+	unsigned int f;
+	int j;
+
+	json_object_object_add(o, "address", hex_json(t->addr));
+	json_object_object_add(o, "name", json_text(t->name));
+	json_object_object_add(o, "thread", json_object_new_int64(
+		(int64_t)t->thread_key));
+	json_object_object_add(o, "state", json_object_new_string(
+		asynctasks__state_name(t->state)));
+	json_object_object_add(o, "awaits", t->awaits[0] ?
+			       json_text(t->awaits) : NULL);
+	json_object_object_add(o, "status", json_object_new_string(
+		collector__status_name(t->status)));
+	for (f = s ? s->n : 0; f-- > 0;) {
+		const struct pframe *pf = s->frames[f];
+		json_object *fo = json_object_new_object();
+
+		json_object_object_add(fo, "name", json_text(pf->name));
+		json_object_object_add(fo, "file", pf->file ?
+				       json_text(pf->file) : NULL);
+		json_object_object_add(fo, "line", pf->line ?
+				       json_object_new_int(pf->line) : NULL);
+		json_object_array_add(fr, fo);
+	}
+	json_object_object_add(o, "frames", fr);
+	for (j = 0; j < t->nawaiters; j++)
+		json_object_array_add(by, hex_json(t->awaiters[j]));
+	json_object_object_add(o, "awaited_by", by);
+	json_object_object_add(o, "awaited_by_cut",
+			       json_object_new_boolean(t->awaiters_cut));
+	return o;
+}
+
+static void print_tasks_json(const struct dump *d)
+{
+	json_object *doc = json_object_new_object();
+	json_object *procs = json_object_new_array();
+	char cmd[512];
+	int i, j;
+
+	for (i = 0; i < d->ntasks; i++) {
+		const struct dtasks *dt = &d->tasks[i];
+		json_object *p = json_object_new_object();
+		json_object *tasks = json_object_new_array();
+
+		cmdline(dt->pid, cmd, sizeof(cmd));
+		json_object_object_add(p, "pid", json_object_new_int(dt->pid));
+		json_object_object_add(p, "cmdline", json_text(cmd));
+		for (j = 0; j < dt->t.n; j++)
+			json_object_array_add(tasks, task_json(d, dt,
+							       &dt->t.tasks[j]));
+		json_object_object_add(p, "tasks", tasks);
+		json_object_object_add(p, "partial", json_object_new_boolean(
+			dt->t.partial));
+		json_object_object_add(p, "why", dt->t.partial ?
+				       json_text(dt->t.why) : NULL);
+		json_object_array_add(procs, p);
+	}
+	json_object_object_add(doc, "processes", procs);
+	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+					    JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(doc);
+}
+
+/*
+ * --tasks, while files may still be opened: is each process's asyncio
+ * readable?  0, or 1 after saying why in one line.
+ */
+static int locate_tasks(struct collector *c, struct dump_opts *o,
+			struct dump *d)
+{
+	const struct pyproc *pp;
+	char err[512];
+	int i;
+
+	d->tasks = calloc(o->npids, sizeof(*d->tasks));
+	if (!d->tasks)
+		return 1;
+	for (i = 0; i < o->npids; i++) {
+		struct dtasks *dt = &d->tasks[d->ntasks];
+
+		pp = collector__process(c, o->pids[i]);
+		if (!pp)
+			continue;
+		if (pp->minor < ASYNC_FIRST_MINOR) {
+			pr_err("process %d runs Python 3.%d: listing its tasks needs Python 3.%d or newer for now",
+			       o->pids[i], pp->minor, ASYNC_FIRST_MINOR);
+			return 1;
+		}
+		if (asynctasks__locate(o->pids[i], &dt->ao, err, sizeof(err))) {
+			pr_err("%s", err);
+			return 1;
+		}
+		dt->pid = o->pids[i];
+		d->ntasks++;
+	}
+	return 0;
+}
+
+/* Each process's tasks, read now: 0, or 1 after saying why. */
+static int read_tasks(struct collector *c, struct dump *d)
+{
+	const struct pyproc *pp;
+	char err[512];
+	int i, ret;
+
+	for (i = 0; i < d->ntasks; i++) {
+		struct dtasks *dt = &d->tasks[i];
+
+		pp = collector__process(c, dt->pid);
+		ret = pp ? asynctasks__read(dt->pid, &pp->proc, pp->minor,
+					    &dt->ao, &dt->t, err, sizeof(err)) :
+			   -ESRCH;
+		if (!ret)
+			ret = index_tasks(dt);
+		if (ret) {
+			pr_err("failed to read the tasks of process %d: %s",
+			       dt->pid, ret == -ESRCH ? "it exited" :
+			       ret == -ENOMEM ? strerror(ENOMEM) : err);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Setup is over: what dump does not use is given up, and not fatally. */
 static void drop_privileges(enum privs_keep keep)
 {
@@ -380,7 +764,11 @@ static int collect(struct collector *c, struct dump_opts *o, struct dump *d)
 			return 1;
 		}
 	}
+	if (o->tasks && locate_tasks(c, o, d))
+		return 1;
 	drop_privileges(PRIVS_READ);
+	if (o->tasks && read_tasks(c, d))
+		return 1;
 	if (!o->npids)
 		ret = collector__snapshot(c, 0, keep_thread, d);
 	for (i = 0; i < o->npids && ret >= 0; i++)
@@ -415,6 +803,10 @@ int cmd_dump(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
 	d.locals = o.locals;
+	if (o.tasks && !o.npids)
+		usage_error("--tasks needs the process: give it with -p");
+	if (o.tasks && o.locals)
+		usage_error("--tasks and --locals do not go together");
 	if (privs__check())
 		return 1;
 	co.filter_pids = o.npids > 0;
@@ -423,10 +815,15 @@ int cmd_dump(int argc, char **argv)
 		pr_err("%s", err);
 		return 1;
 	}
+	d.c = c;
 	ret = collect(c, &o, &d);
 	if (!ret) {
 		qsort(d.threads, d.n, sizeof(*d.threads), by_pid_tid);
-		if (o.json)
+		if (o.tasks && o.json)
+			print_tasks_json(&d);
+		else if (o.tasks)
+			print_tasks_text(&d);
+		else if (o.json)
 			print_json(&d);
 		else
 			print_text(&d);
