@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test for what reading asyncio tasks trusts before it reads a byte
+ * of the target: the .AsyncioDebug parser (user/python/asynctasks.c) and
+ * the coroutine facts of _Py_DebugOffsets (user/python/offsets.c), on the
+ * bytes of real interpreters (Debian sid 3.14.10 and 3.15.2) and
+ * mutations of them.  Whatever either accepts must be safe to use: every
+ * field inside its struct, every read it sizes bounded.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asynctasks.h"
+#include "offsets.h"
+#include "check.h"
+
+#define MAX_FILE 4096
+
+struct fixture {
+	const char *file;
+	unsigned char buf[MAX_FILE];
+	size_t len;
+};
+
+static int load(const char *dir, struct fixture *f)
+{
+	char path[512];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, f->file);
+	fp = fopen(path, "rb");
+	if (!fp)
+		return -1;
+	f->len = fread(f->buf, 1, sizeof(f->buf), fp);
+	fclose(fp);
+	return 0;
+}
+
+static uint64_t state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
+static void test_real(struct fixture *s14, struct fixture *s15,
+		      struct fixture *r13, struct fixture *r14,
+		      struct fixture *r15)
+{
+	struct async_offsets a;
+	struct py_gen_offsets g;
+	char err[128];
+
+	/* the values of the notes' table, read out of the binaries */
+	CHECK(!asynctasks__parse(s14->buf, s14->len, &a, err, sizeof(err)),
+	      "%s", err);
+	CHECK(a.task_size == 168 && a.task_name == 136 &&
+	      a.task_awaited_by == 96 && a.task_is_task == 108 &&
+	      a.task_awaited_by_is_set == 109 && a.task_coro == 128 &&
+	      a.task_node == 152, "3.14 task");
+	CHECK(a.interp_tasks_head == 10880 && a.tstate_running_task == 872 &&
+	      a.tstate_tasks_head == 880, "3.14 lists");
+	CHECK(!asynctasks__parse(s15->buf, s15->len, &a, err, sizeof(err)),
+	      "%s", err);
+	CHECK(a.tstate_size == 1104 && a.tstate_tasks_head == 1048 &&
+	      a.interp_tasks_head == 10856, "3.15 lists");
+	CHECK(asynctasks__parse(s15->buf, 96, &a, err, sizeof(err)) == -EINVAL,
+	      "short section");
+
+	CHECK(!offsets__gen_from_debug(r14->buf, r14->len, 14, &g, err,
+				       sizeof(err)), "%s", err);
+	CHECK(g.gen_iframe == 72 && g.gen_frame_state == 67 &&
+	      g.frame_stackpointer == 64 && g.yf_depth == 1 &&
+	      g.state_yield_from == -1 && g.state_cleared == 4 &&
+	      g.owner_generator == 1, "3.14 coroutines");
+	CHECK(!offsets__gen_from_debug(r15->buf, r15->len, 15, &g, err,
+				       sizeof(err)), "%s", err);
+	CHECK(g.gen_iframe == 72 && g.yf_depth == 2 &&
+	      g.state_yield_from == 2 && g.state_yield_from_last == 3 &&
+	      g.state_cleared == 5, "3.15 coroutines");
+	/* 3.13's _Py_DebugOffsets does not describe generators */
+	CHECK(offsets__gen_from_debug(r13->buf, r13->len, 13, &g, err,
+				      sizeof(err)) == -ENOTSUP, "3.13");
+	/* nor is a newer minor's guessed */
+	CHECK(offsets__gen_from_debug(r15->buf, r15->len, 16, &g, err,
+				      sizeof(err)) != 0, "3.16");
+}
+
+static void mutate(unsigned char *buf, size_t len)
+{
+	int i, n = 1 + rnd() % 3;
+
+	for (i = 0; i < n; i++) {
+		size_t pos = (rnd() % len) & ~7UL;
+		uint64_t v = rnd() % 4 ? rnd() % 4096 : rnd();
+
+		if (pos + 8 <= len)
+			memcpy(buf + pos, &v, 8);
+	}
+}
+
+/* Safe to use: what walk_list, read_task and the list heads read. */
+static const char *section_unsafe(const struct async_offsets *a)
+{
+	if (a->task_size > 4096 || a->task_node + 16 > a->task_size ||
+	    a->task_name + 8 > a->task_size || a->task_coro < 8 ||
+	    a->task_awaited_by + 8 > a->task_size ||
+	    a->task_is_task < 4 || a->task_awaited_by_is_set >= a->task_size)
+		return "task field outside the task";
+	if (a->interp_tasks_head + 16 > a->interp_size ||
+	    a->tstate_tasks_head + 16 > a->tstate_size ||
+	    a->tstate_running_task + 8 > a->tstate_size)
+		return "list head outside its struct";
+	return NULL;
+}
+
+static const char *gen_unsafe(const struct py_gen_offsets *g)
+{
+	if (g->gen_frame_state >= g->gen_iframe)
+		return "state inside the frame";
+	if (g->frame_stackpointer + 8 > g->frame_size || g->frame_size > 1024)
+		return "stackpointer outside the frame";
+	if (g->set_used > 256 || g->set_mask > 256 || g->set_table > 256)
+		return "set field";
+	return NULL;
+}
+
+static void test_fuzz(struct fixture *s, struct fixture *r, int minor)
+{
+	unsigned char buf[MAX_FILE];
+	unsigned int iter, sa = 0, ga = 0;
+	struct async_offsets a;
+	struct py_gen_offsets g;
+	const char *why;
+	char err[128];
+
+	for (iter = 0; iter < 20000; iter++) {
+		memcpy(buf, s->buf, s->len);
+		mutate(buf, s->len);
+		if (!asynctasks__parse(buf, s->len, &a, err, sizeof(err))) {
+			sa++;
+			why = section_unsafe(&a);
+			CHECK(!why, "section fuzz %u: %s", iter, why);
+		}
+		memcpy(buf, r->buf, r->len);
+		mutate(buf, 1024 < r->len ? 1024 : r->len);
+		if (!offsets__gen_from_debug(buf, r->len, minor, &g, err,
+					     sizeof(err))) {
+			ga++;
+			why = gen_unsafe(&g);
+			CHECK(!why, "gen fuzz %u: %s", iter, why);
+		}
+	}
+	CHECK(sa > 0 && sa < iter, "section fuzz accepted %u of %u", sa, iter);
+	CHECK(ga > 0 && ga < iter, "gen fuzz accepted %u of %u", ga, iter);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "tests/fixtures";
+	static struct fixture s14 = { .file = "asynciodebug-3.14.bin" },
+			      s15 = { .file = "asynciodebug-3.15.bin" },
+			      r13 = { .file = "pyruntime-3.13.bin" },
+			      r14 = { .file = "pyruntime-3.14.bin" },
+			      r15 = { .file = "pyruntime-3.15.bin" };
+
+	if (load(dir, &s14) || load(dir, &s15) || load(dir, &r13) ||
+	    load(dir, &r14) || load(dir, &r15)) {
+		CHECK(0, "cannot read the fixtures in %s", dir);
+		return check_summary();
+	}
+	test_real(&s14, &s15, &r13, &r14, &r15);
+	test_fuzz(&s14, &r14, 14);
+	test_fuzz(&s15, &r15, 15);
+	return check_summary();
+}
