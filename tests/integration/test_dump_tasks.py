@@ -144,3 +144,27 @@ def test_dump_tasks_refusals(procs, staging):
     assert_one_error(run, str(plain.pid), "has not imported asyncio")
     run = run_pysight(procs, ["dump", "--tasks"], timeout=60)
     assert run.returncode == 2 and "-p" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("how", ["loop", "null", "stray"])
+def test_dump_tasks_torn_list(procs, staging, how):
+    """A task list that loops, ends without its head or strays into an
+    object that is no task: the walk stops there, says the list is
+    partial, and keeps the tasks it read before."""
+    interp = sid314()
+    result = staging.result_file(interp)
+    proc = procs.start(interp.argv(staging.script(interp, "asyncio_torn.py"), how, 60, result),
+                       stdout=subprocess.DEVNULL)
+    assert wait_result(interp, staging, proc, result) == {"ready": how}
+    run = run_pysight(procs, ["dump", "--tasks", "--json", "-p", proc.pid], timeout=30)
+    assert run.returncode == 0, run.stderr
+    [p] = json.loads(run.stdout)["processes"]
+    names = [t["name"] for t in p["tasks"]]
+    assert p["partial"] and p["why"], p
+    # in list order, up to the broken link (t0's and t1's reads precede it)
+    assert names == {"loop": ["t0", "t1", "t2"], "null": ["t0", "t1"],
+                     "stray": ["t0", "t1"]}[how], (names, p["why"])
+    assert all(t["state"] == "ready" for t in p["tasks"]), p["tasks"]
+    run = run_pysight(procs, ["dump", "--tasks", "-p", proc.pid], timeout=30)
+    assert run.returncode == 0 and "[partial: " in run.stdout, run.stdout
+    assert proc.poll() is None
