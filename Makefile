@@ -304,7 +304,8 @@ PROFILE_SRCS := user/lib/arena.c user/lib/htab.c user/profile/labels.c user/prof
 		user/format/flatten.c user/python/filename.c $(PPROF_GEN)
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
-	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs
+	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs \
+	   $(OUTPUT)/fuzz_asynctasks
 # what inspecting an interpreter file takes
 ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/remote.c
@@ -349,6 +350,14 @@ $(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) $(FUZZ_HDRS) \
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@
 
+# dump --tasks: the section, then the task lists and chains it directs
+ASYNC_SRCS := user/python/asynctasks.c user/python/process.c user/sys/elffile.c \
+	      $(DUMP_SRCS)
+$(OUTPUT)/fuzz_asynctasks: tests/fuzz/fuzz_asynctasks.c $(ASYNC_SRCS) $(FUZZ_HDRS) \
+		$(USER_HDRS) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(ASYNC_SRCS) -lelf -lz -o $@
+
 # what processes, containers and the network write: /proc files, cgroup
 # paths, control socket lines, OTLP servers' answers
 INPUT_SRCS := $(ELF_SRCS) user/sys/cgroup.c user/sys/container.c user/agent/service.c \
@@ -364,7 +373,7 @@ $(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(USER_HDRS) | $(O
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
 	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump \
-			inputs; do \
+			inputs asynctasks; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			corpus/$$h > fuzz_$$h.log 2>&1; \

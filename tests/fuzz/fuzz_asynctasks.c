@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer harness for dump --tasks' reader (asynctasks.c): the
+ * .AsyncioDebug section, then the walk it directs through a fake address
+ * space (fakemem.h): each thread's task list and the interpreter's, each
+ * task's name, state, coroutine chain and awaiters.
+ *
+ * Input layout (little endian), as fuzz_dump's: byte 0 picks the minor
+ * (only 3.14 and 3.15 walk; the others parse the section and stop), then
+ * the addresses of _PyRuntime and of the code, str and bytes type objects
+ * (8 bytes each), then the section's 104 bytes, then segments: an address
+ * (8 bytes), a length (4 bytes) and its bytes, to the end of the input.
+ * The input is a heap block of exactly its size, so ASan catches a read
+ * past it.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asynctasks.h"
+#include "offsets.h"
+#include "layout.h"
+#include "fakemem.h"
+
+#define SECTION_LEN	104
+#define HDR_LEN		(33 + SECTION_LEN)
+#define SEG_HDR		12
+
+static void map_segments(const uint8_t *p, size_t left)
+{
+	struct fuzz_segment *s;
+	uint32_t len;
+
+	for (fuzz_nsegs = 0; fuzz_nsegs < FUZZ_MAX_SEGS && left >= SEG_HDR;
+	     fuzz_nsegs++) {
+		s = &fuzz_segs[fuzz_nsegs];
+		s->addr = fuzz_le64(p);
+		len = fuzz_le32(p + 8);
+		p += SEG_HDR;
+		left -= SEG_HDR;
+		s->len = len < left ? len : left;
+		s->data = p;
+		p += s->len;
+		left -= s->len;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct async_offsets ao;
+	struct async_tasks t;
+	struct py_proc proc;
+	char err[256];
+	int minor;
+
+	minor = fuzz_proc(data, size, HDR_LEN, &proc);
+	if (minor < 0)
+		return 0;
+	if (asynctasks__parse(data + 33, SECTION_LEN, &ao, err, sizeof(err)))
+		return 0;
+	proc.runtime_addr = fuzz_le64(data + 1);
+	fuzz_types(&proc, data + 9);
+	map_segments(data + HDR_LEN, size - HDR_LEN);
+	(void)asynctasks__read(1, &proc, minor, &ao, &t, err, sizeof(err));
+	asynctasks__free(&t);
+	fuzz_nsegs = 0;
+	return 0;
+}
