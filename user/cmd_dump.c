@@ -91,6 +91,8 @@ struct dthread {
 /* A process's asyncio tasks (--tasks). */
 struct dtasks {
 	pid_t pid;
+	int minor;
+	char comm[PYSIGHT_COMM_LEN + 1];
 	struct async_offsets ao;
 	struct async_tasks t;
 	struct seen_task *index;	/* by address */
@@ -589,8 +591,10 @@ static void print_tasks_text(const struct dump *d)
 		const struct dtasks *dt = &d->tasks[i];
 
 		cmdline(dt->pid, cmd, sizeof(cmd));
-		printf("%sProcess %d: %s\n", i ? "\n" : "", dt->pid,
-		       utf8__escape(esc, sizeof(esc), cmd));
+		printf("%sProcess %d: %s\nPython 3.%d\n", i ? "\n" : "",
+		       dt->pid, utf8__escape(esc, sizeof(esc),
+					     cmd[0] ? cmd : dt->comm),
+		       dt->minor);
 		print_tasks_of(d, dt);
 	}
 }
@@ -647,7 +651,7 @@ static void print_tasks_json(const struct dump *d)
 {
 	json_object *doc = json_object_new_object();
 	json_object *procs = json_object_new_array();
-	char cmd[512];
+	char cmd[512], ver[16];
 	int i, j;
 
 	for (i = 0; i < d->ntasks; i++) {
@@ -657,7 +661,10 @@ static void print_tasks_json(const struct dump *d)
 
 		cmdline(dt->pid, cmd, sizeof(cmd));
 		json_object_object_add(p, "pid", json_object_new_int(dt->pid));
+		json_object_object_add(p, "name", json_text(dt->comm));
 		json_object_object_add(p, "cmdline", json_text(cmd));
+		snprintf(ver, sizeof(ver), "3.%d", dt->minor);
+		json_object_object_add(p, "python", json_object_new_string(ver));
 		for (j = 0; j < dt->t.n; j++)
 			json_object_array_add(tasks, task_json(d, dt,
 							       &dt->t.tasks[j]));
@@ -704,6 +711,8 @@ static int locate_tasks(struct collector *c, struct dump_opts *o,
 			return 1;
 		}
 		dt->pid = o->pids[i];
+		dt->minor = pp->minor;
+		snprintf(dt->comm, sizeof(dt->comm), "%s", pp->comm);
 		d->ntasks++;
 	}
 	return 0;

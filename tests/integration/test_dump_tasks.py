@@ -84,7 +84,7 @@ def test_dump_tasks_tree(tinterp, procs, staging):
     run = run_pysight(procs, ["dump", "--tasks", "--json", "-p", proc.pid], timeout=60)
     assert run.returncode == 0, run.stderr
     [p] = json.loads(run.stdout)["processes"]
-    assert p["pid"] == proc.pid and not p["partial"], p
+    assert p["pid"] == proc.pid and p["python"] == interp.minor and not p["partial"], p
     tasks = {t["address"]: t for t in p["tasks"]}
     by_name = {t["name"]: t for t in tasks.values()}
     assert set(by_name) == NAMES and len(tasks) == len(NAMES), sorted(by_name)
@@ -112,7 +112,8 @@ def test_dump_tasks_tree(tinterp, procs, staging):
     run = run_pysight(procs, ["dump", "--tasks", "-p", proc.pid], timeout=60)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[1] == "%d tasks" % len(NAMES), lines[:3]
+    assert lines[0].startswith("Process %d: " % proc.pid), lines[:3]
+    assert lines[1:3] == ["Python %s" % interp.minor, "%d tasks" % len(NAMES)], lines[:3]
     assert 'Thread %d "MainThread"' % result["tid"] in lines, lines
     indent = {}
     for line in lines:
