@@ -294,7 +294,7 @@ static void read_name(struct walk *w, __u64 obj, char *buf, size_t len)
  * its frame's stack, tag bits off (_PyGen_yf).  frame holds the frame's
  * first frame_size bytes.
  */
-static __u64 awaited_by_frame(struct walk *w, __u64 faddr,
+static __u64 awaited_of(struct walk *w, __u64 faddr,
 			      const unsigned char *frame)
 {
 	const struct py_gen_offsets *go = w->go;
@@ -309,6 +309,14 @@ static __u64 awaited_by_frame(struct walk *w, __u64 faddr,
 	if (remote__mem_read64(&w->mem, slot, &yf))
 		return 0;
 	return yf & w->proc->off.code_tag_mask;
+}
+
+static bool is_coroutine(struct walk *w, __u64 obj)
+{
+	char type[16];
+
+	return pyobj__type_name(w->pid, obj, type, sizeof(type)) &&
+	       !strcmp(type, "coroutine");
 }
 
 /*
@@ -339,6 +347,10 @@ static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
 			t->status = ST_ERR_READ_FRAME;
 			break;
 		}
+		/* a coroutine, not any awaitable create_task took (an
+		 * abc.Coroutine of Python's is no PyGenObject) */
+		if (!depth && !is_coroutine(w, coro))
+			break;
 		if (!depth)
 			type = remote__u64(head, need, w->proc->off.object_type);
 		else if (remote__u64(head, need, w->proc->off.object_type) != type)
@@ -361,7 +373,7 @@ static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
 		if (state < go->state_yield_from ||
 		    state > go->state_yield_from_last)
 			break;
-		coro = awaited_by_frame(w, faddr, head + go->gen_iframe);
+		coro = awaited_of(w, faddr, head + go->gen_iframe);
 	}
 	t->nframes = sr->n < ASYNC_MAX_CHAIN ? sr->n : ASYNC_MAX_CHAIN;
 	for (i = 0; i < t->nframes; i++)
