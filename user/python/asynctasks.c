@@ -18,6 +18,7 @@
 
 #include "asynctasks.h"
 #include "elffile.h"
+#include "errmsg.h"
 #include "offsets.h"
 #include "process.h"
 #include "pyobj.h"
@@ -44,17 +45,6 @@
 #define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
 #define DEBUG_READ_LEN	4096	/* covers _Py_DebugOffsets (3.15: 888) */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* A field of width bytes at off, naturally aligned, inside size. */
 static bool field_ok(__u64 off, unsigned int width, __u64 size)
 {
@@ -67,8 +57,8 @@ int asynctasks__parse(const void *buf, size_t len, struct async_offsets *o,
 	const char *why = NULL;
 
 	if (len < SECTION_LEN) {
-		set_err(err, errlen, "%s is %zu bytes, not %d", SECTION_NAME,
-			len, SECTION_LEN);
+		errmsg__set(err, errlen, "%s is %zu bytes, not %d", SECTION_NAME,
+			    len, SECTION_LEN);
 		return -EINVAL;
 	}
 	o->task_size = remote__u64(buf, len, 0);
@@ -118,7 +108,7 @@ int asynctasks__parse(const void *buf, size_t len, struct async_offsets *o,
 		 o->tstate_running_task == o->tstate_running_loop)
 		why = "thread state field";
 	if (why) {
-		set_err(err, errlen, "bad %s: %s", SECTION_NAME, why);
+		errmsg__set(err, errlen, "bad %s: %s", SECTION_NAME, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -179,8 +169,8 @@ static int section_of(pid_t pid, const struct mapping *m,
 	ret = asynctasks__parse(buf, size < sizeof(buf) ? size : sizeof(buf),
 				out, err, errlen);
 	if (ret)
-		set_err(err, errlen, "%s in %s does not check", SECTION_NAME,
-			m->path);
+		errmsg__set(err, errlen, "%s in %s does not check", SECTION_NAME,
+			    m->path);
 	return ret;
 }
 
@@ -200,8 +190,8 @@ int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
 	f = fopen(path, "re");
 	if (!f) {
 		ret = -errno;
-		set_err(err, errlen, "cannot read /proc/%d/maps: %s", pid,
-			strerror(-ret));
+		errmsg__set(err, errlen, "cannot read /proc/%d/maps: %s", pid,
+			    strerror(-ret));
 		return ret;
 	}
 	seen = calloc(MAX_FILES, sizeof(*seen));
@@ -222,9 +212,9 @@ int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
 	fclose(f);
 	free(seen);
 	if (ret == -ENOENT)
-		set_err(err, errlen,
-			"process %d has not imported asyncio: no %s section is mapped",
-			pid, SECTION_NAME);
+		errmsg__set(err, errlen,
+			    "process %d has not imported asyncio: no %s section is mapped",
+			    pid, SECTION_NAME);
 	return ret;
 }
 
@@ -606,8 +596,8 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 
 	memset(out, 0, sizeof(*out));
 	if (minor < ASYNC_FIRST_MINOR) {
-		set_err(err, errlen, "Python 3.%d has no %s", minor,
-			SECTION_NAME);
+		errmsg__set(err, errlen, "Python 3.%d has no %s", minor,
+			    SECTION_NAME);
 		return -ENOTSUP;
 	}
 	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */
@@ -616,8 +606,8 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 		return -ENOMEM;
 	ret = remote__read(pid, proc->runtime_addr, dbg, DEBUG_READ_LEN);
 	if (ret)
-		set_err(err, errlen, "cannot read _PyRuntime: %s",
-			strerror(-ret));
+		errmsg__set(err, errlen, "cannot read _PyRuntime: %s",
+			    strerror(-ret));
 	else
 		ret = offsets__gen_from_debug(dbg, DEBUG_READ_LEN, minor, &go,
 					      err, errlen);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "offsets.h"
 #include "remote.h"
 
@@ -105,17 +106,6 @@ static void fail(struct verdict *v, const char *fmt, ...)
 	v->bad = true;
 	va_start(ap, fmt);
 	vsnprintf(v->why, sizeof(v->why), fmt, ap);
-	va_end(ap);
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 }
 
@@ -431,41 +421,41 @@ static int check_header(const unsigned char *p, size_t len, int minor,
 	__u64 ft;
 
 	if (minor < DEBUG_FIRST_MINOR) {
-		set_err(err, errlen, "Python 3.%d has no _Py_DebugOffsets",
-			minor);
+		errmsg__set(err, errlen, "Python 3.%d has no _Py_DebugOffsets",
+			    minor);
 		return -EINVAL;
 	}
 	if (!p || len < DEBUG_HEADER_LEN) {
-		set_err(err, errlen,
-			"Python 3.%d: _PyRuntime truncated (%zu bytes)",
-			minor, p ? len : 0);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _PyRuntime truncated (%zu bytes)",
+			    minor, p ? len : 0);
 		return -EINVAL;
 	}
 	if (memcmp(p, DEBUG_COOKIE, DEBUG_COOKIE_LEN)) {
-		set_err(err, errlen,
-			"Python 3.%d: _PyRuntime lacks the \"%s\" cookie",
-			minor, DEBUG_COOKIE);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _PyRuntime lacks the \"%s\" cookie",
+			    minor, DEBUG_COOKIE);
 		return -EINVAL;
 	}
 	*version = remote__u64(p, len, 8);
 	if (*version >> 32 || (*version >> 24) != 3 ||
 	    ((*version >> 16) & 0xff) != (__u64)minor) {
-		set_err(err, errlen,
-			"Python 3.%d: _Py_DebugOffsets says version 0x%llx, not 3.%d",
-			minor, (unsigned long long)*version, minor);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _Py_DebugOffsets says version 0x%llx, not 3.%d",
+			    minor, (unsigned long long)*version, minor);
 		return -EINVAL;
 	}
 	ft = remote__u64(p, len, 16);
 	if (ft == 1) {
-		set_err(err, errlen,
-			"Python 3.%d: free-threaded build, not supported",
-			minor);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: free-threaded build, not supported",
+			    minor);
 		return -EPROTONOSUPPORT;
 	}
 	if (ft) {
-		set_err(err, errlen,
-			"Python 3.%d: _Py_DebugOffsets free_threaded is %llu",
-			minor, (unsigned long long)ft);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _Py_DebugOffsets free_threaded is %llu",
+			    minor, (unsigned long long)ft);
 		return -EINVAL;
 	}
 	return 0;
@@ -487,14 +477,15 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 		return ret;
 	l = find_layout(minor, &guess);
 	if (!l) {
-		set_err(err, errlen,
-			"Python 3.%d: no _Py_DebugOffsets layout known", minor);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: no _Py_DebugOffsets layout known",
+			    minor);
 		return -ENOTSUP;
 	}
 	if (len < l->struct_size) {
-		set_err(err, errlen,
-			"Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
-			minor, len, l->struct_size);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
+			    minor, len, l->struct_size);
 		return guess ? -ENOTSUP : -EINVAL;
 	}
 	read_vals(p, len, l, &d);
@@ -502,14 +493,15 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 	check_frames(&v, &d);
 	check_strings(&v, &d);
 	if (v.bad && guess) {
-		set_err(err, errlen,
-			"Python 3.%d: _Py_DebugOffsets layout unknown and values do not validate (%s)",
-			minor, v.why);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _Py_DebugOffsets layout unknown and values do not validate (%s)",
+			    minor, v.why);
 		return -ENOTSUP;
 	}
 	if (v.bad) {
-		set_err(err, errlen,
-			"Python 3.%d: bad _Py_DebugOffsets: %s", minor, v.why);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: bad _Py_DebugOffsets: %s", minor,
+			    v.why);
 		return -EINVAL;
 	}
 	fill(out, version, l, &d);
@@ -535,14 +527,14 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 	l = find_layout(minor, &guess);
 	/* a guessed layout's generator facts (states, depth) are not facts */
 	if (!l || guess || !l->gen_size) {
-		set_err(err, errlen,
-			"Python 3.%d: no generator layout known", minor);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: no generator layout known", minor);
 		return -ENOTSUP;
 	}
 	if (len < l->struct_size) {
-		set_err(err, errlen,
-			"Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
-			minor, len, l->struct_size);
+		errmsg__set(err, errlen,
+			    "Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
+			    minor, len, l->struct_size);
 		return -EINVAL;
 	}
 	gen_size = remote__u64(p, len, l->gen_size);
@@ -570,8 +562,8 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 	check_field(&v, "set table", table, 8, set_size);
 	check_field(&v, "set mask", mask, 8, set_size);
 	if (v.bad) {
-		set_err(err, errlen, "Python 3.%d: bad _Py_DebugOffsets: %s",
-			minor, v.why);
+		errmsg__set(err, errlen, "Python 3.%d: bad _Py_DebugOffsets: %s",
+			    minor, v.why);
 		return -EINVAL;
 	}
 	out->gen_iframe = iframe;
