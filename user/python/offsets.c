@@ -89,6 +89,9 @@ struct debug_vals {
 	__u64 interp_gil_locked, interp_gil_holder;
 	__u64 gil_size;
 	__u64 interp_modules;
+	/* 3.14+: what reading a coroutine needs (0 in older layouts) */
+	__u64 gen_size, gen_iframe, gen_frame_state, frame_stackpointer;
+	__u64 set_size, set_used, set_table, set_mask;
 };
 
 /* A first-failure reason, so the caller can print one line. */
@@ -137,6 +140,7 @@ static void read_vals(const unsigned char *p, size_t len,
 		      const struct offsets_debug_layout *l,
 		      struct debug_vals *d)
 {
+	memset(d, 0, sizeof(*d));
 #define RD(f) (d->f = remote__u64(p, len, l->f))
 	RD(runtime_size);
 	RD(runtime_interpreters_head);
@@ -177,6 +181,16 @@ static void read_vals(const unsigned char *p, size_t len,
 	RD(interp_gil_locked);
 	RD(interp_gil_holder);
 	RD(interp_modules);
+	if (l->gen_size) {
+		RD(gen_size);
+		RD(gen_iframe);
+		RD(gen_frame_state);
+		RD(frame_stackpointer);
+		RD(set_size);
+		RD(set_used);
+		RD(set_table);
+		RD(set_mask);
+	}
 #undef RD
 	d->gil_size = l->gil_size;
 	/* Older layouts lack it: the items follow the PyVarObject, whose
@@ -461,18 +475,52 @@ static int check_header(const unsigned char *p, size_t len, int minor,
 	return 0;
 }
 
-int offsets__from_debug(const void *runtime, size_t len, int minor,
-			struct py_offsets *out, char *err, size_t errlen)
+/* What a thread's stack and its names need, checked. */
+static void check_runtime(struct verdict *v, const struct debug_vals *d)
+{
+	check_threads(v, d);
+	check_frames(v, d);
+	check_strings(v, d);
+}
+
+/* A coroutine's generator object, its embedded frame and an awaiters
+ * set, checked as check_frames checks a thread's frames. */
+static void check_gens(struct verdict *v, const struct debug_vals *d)
+{
+	check_size(v, "PyGenObject", d->gen_size, 48, CODE_MAX);
+	check_size(v, "_PyInterpreterFrame", d->frame_size, 48, FRAME_MAX);
+	/* the frame is embedded whole, at the end */
+	check_field(v, "gi_iframe", d->gen_iframe, 8, d->gen_size);
+	if (d->gen_iframe + d->frame_size > d->gen_size)
+		fail(v, "gi_iframe %llu + frame %llu past the object",
+		     (unsigned long long)d->gen_iframe,
+		     (unsigned long long)d->frame_size);
+	check_field(v, "gi_frame_state", d->gen_frame_state, 1, d->gen_iframe);
+	check_field(v, "stackpointer", d->frame_stackpointer, 8,
+		    d->frame_size);
+	check_size(v, "PySetObject", d->set_size, 32, SMALL_OBJ_MAX);
+	check_field(v, "set used", d->set_used, 8, d->set_size);
+	check_field(v, "set table", d->set_table, 8, d->set_size);
+	check_field(v, "set mask", d->set_mask, 8, d->set_size);
+}
+
+/*
+ * What both readers of _Py_DebugOffsets share: the header checked, the
+ * layout of this minor found (a newer minor's on probation: -ENOTSUP
+ * when its values do not check), the bytes long enough for it, the
+ * values it places read into d, and check's verdict on them.
+ */
+static int read_debug(const unsigned char *p, size_t len, int minor,
+		      void (*check)(struct verdict *, const struct debug_vals *),
+		      const struct offsets_debug_layout **lp, __u64 *version,
+		      struct debug_vals *d, char *err, size_t errlen)
 {
 	const struct offsets_debug_layout *l;
-	const unsigned char *p = runtime;
 	struct verdict v = { .bad = false };
-	struct debug_vals d;
 	bool guess = false;
-	__u64 version;
 	int ret;
 
-	ret = check_header(p, len, minor, &version, err, errlen);
+	ret = check_header(p, len, minor, version, err, errlen);
 	if (ret)
 		return ret;
 	l = find_layout(minor, &guess);
@@ -488,10 +536,8 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 			    minor, len, l->struct_size);
 		return guess ? -ENOTSUP : -EINVAL;
 	}
-	read_vals(p, len, l, &d);
-	check_threads(&v, &d);
-	check_frames(&v, &d);
-	check_strings(&v, &d);
+	read_vals(p, len, l, d);
+	check(&v, d);
 	if (v.bad && guess) {
 		errmsg__set(err, errlen,
 			    "Python 3.%d: _Py_DebugOffsets layout unknown and values do not validate (%s)",
@@ -504,6 +550,22 @@ int offsets__from_debug(const void *runtime, size_t len, int minor,
 			    v.why);
 		return -EINVAL;
 	}
+	*lp = l;
+	return 0;
+}
+
+int offsets__from_debug(const void *runtime, size_t len, int minor,
+			struct py_offsets *out, char *err, size_t errlen)
+{
+	const struct offsets_debug_layout *l;
+	struct debug_vals d;
+	__u64 version;
+	int ret;
+
+	ret = read_debug(runtime, len, minor, check_runtime, &l, &version, &d,
+			 err, errlen);
+	if (ret)
+		return ret;
 	fill(out, version, l, &d);
 	derive(out);
 	return 0;
@@ -514,65 +576,29 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 			    size_t errlen)
 {
 	const struct offsets_debug_layout *l;
-	const unsigned char *p = runtime;
-	struct verdict v = { .bad = false };
-	__u64 version, gen_size, frame_size, set_size;
-	__u64 iframe, state, sp, used, table, mask;
+	struct debug_vals d;
 	bool guess = false;
+	__u64 version;
 	int ret;
 
-	ret = check_header(p, len, minor, &version, err, errlen);
-	if (ret)
-		return ret;
-	l = find_layout(minor, &guess);
 	/* a guessed layout's generator facts (states, depth) are not facts */
+	l = find_layout(minor, &guess);
 	if (!l || guess || !l->gen_size) {
 		errmsg__set(err, errlen,
 			    "Python 3.%d: no generator layout known", minor);
 		return -ENOTSUP;
 	}
-	if (len < l->struct_size) {
-		errmsg__set(err, errlen,
-			    "Python 3.%d: _PyRuntime truncated (%zu of %u bytes)",
-			    minor, len, l->struct_size);
-		return -EINVAL;
-	}
-	gen_size = remote__u64(p, len, l->gen_size);
-	iframe = remote__u64(p, len, l->gen_iframe);
-	state = remote__u64(p, len, l->gen_frame_state);
-	frame_size = remote__u64(p, len, l->frame_size);
-	sp = remote__u64(p, len, l->frame_stackpointer);
-	set_size = remote__u64(p, len, l->set_size);
-	used = remote__u64(p, len, l->set_used);
-	table = remote__u64(p, len, l->set_table);
-	mask = remote__u64(p, len, l->set_mask);
-
-	check_size(&v, "PyGenObject", gen_size, 48, CODE_MAX);
-	check_size(&v, "_PyInterpreterFrame", frame_size, 48, FRAME_MAX);
-	/* the frame is embedded whole, at the end */
-	check_field(&v, "gi_iframe", iframe, 8, gen_size);
-	if (iframe + frame_size > gen_size)
-		fail(&v, "gi_iframe %llu + frame %llu past the object",
-		     (unsigned long long)iframe,
-		     (unsigned long long)frame_size);
-	check_field(&v, "gi_frame_state", state, 1, iframe);
-	check_field(&v, "stackpointer", sp, 8, frame_size);
-	check_size(&v, "PySetObject", set_size, 32, SMALL_OBJ_MAX);
-	check_field(&v, "set used", used, 8, set_size);
-	check_field(&v, "set table", table, 8, set_size);
-	check_field(&v, "set mask", mask, 8, set_size);
-	if (v.bad) {
-		errmsg__set(err, errlen, "Python 3.%d: bad _Py_DebugOffsets: %s",
-			    minor, v.why);
-		return -EINVAL;
-	}
-	out->gen_iframe = iframe;
-	out->gen_frame_state = state;
-	out->frame_stackpointer = sp;
-	out->frame_size = frame_size;
-	out->set_used = used;
-	out->set_table = table;
-	out->set_mask = mask;
+	ret = read_debug(runtime, len, minor, check_gens, &l, &version, &d,
+			 err, errlen);
+	if (ret)
+		return ret;
+	out->gen_iframe = d.gen_iframe;
+	out->gen_frame_state = d.gen_frame_state;
+	out->frame_stackpointer = d.frame_stackpointer;
+	out->frame_size = d.frame_size;
+	out->set_used = d.set_used;
+	out->set_table = d.set_table;
+	out->set_mask = d.set_mask;
 	out->state_yield_from = l->state_yield_from;
 	out->state_yield_from_last = l->state_yield_from_last;
 	out->state_cleared = l->state_cleared;
