@@ -93,7 +93,7 @@ struct dtasks {
 	pid_t pid;
 	int minor;
 	char comm[PYSIGHT_COMM_LEN + 1];
-	struct async_offsets ao;
+	struct py_async_offsets ao;
 	struct async_tasks t;
 	struct seen_task *index;	/* by address */
 };

@@ -22,8 +22,7 @@
 #include "layout.h"
 #include "fakemem.h"
 
-#define SECTION_LEN	104
-#define HDR_LEN		(33 + SECTION_LEN)
+#define HDR_LEN		(33 + OFFSETS_ASYNC_SECTION_LEN)
 #define SEG_HDR		12
 
 static void map_segments(const uint8_t *p, size_t left)
@@ -49,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct async_offsets ao;
+	struct py_async_offsets ao;
 	struct async_tasks t;
 	struct py_proc proc;
 	char err[256];
@@ -58,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	minor = fuzz_proc(data, size, HDR_LEN, &proc);
 	if (minor < 0)
 		return 0;
-	if (asynctasks__parse(data + 33, SECTION_LEN, &ao, err, sizeof(err)))
+	if (offsets__async_from_section(data + 33, OFFSETS_ASYNC_SECTION_LEN,
+					&ao, err, sizeof(err)))
 		return 0;
 	proc.runtime_addr = fuzz_le64(data + 1);
 	fuzz_types(&proc, data + 9);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Unit test for what reading asyncio tasks trusts before it reads a byte
- * of the target: the .AsyncioDebug parser (user/python/asynctasks.c) and
- * the coroutine facts of _Py_DebugOffsets (user/python/offsets.c), on the
- * bytes of real interpreters (Debian sid 3.14.10 and 3.15.2) and
- * mutations of them.  Whatever either accepts must be safe to use: every
- * field inside its struct, every read it sizes bounded.
+ * of the target: the .AsyncioDebug parser and the coroutine facts of
+ * _Py_DebugOffsets (both in user/python/offsets.c), on the bytes of real
+ * interpreters (Debian sid 3.14.10 and 3.15.2) and mutations of them.
+ * Whatever either accepts must be safe to use: every field inside its
+ * struct, every read it sizes bounded.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -53,24 +53,25 @@ static void test_real(struct fixture *s14, struct fixture *s15,
 		      struct fixture *r13, struct fixture *r14,
 		      struct fixture *r15)
 {
-	struct async_offsets a;
+	struct py_async_offsets a;
 	struct py_gen_offsets g;
 	char err[128];
 
 	/* the values of the notes' table, read out of the binaries */
-	CHECK(!asynctasks__parse(s14->buf, s14->len, &a, err, sizeof(err)),
-	      "%s", err);
+	CHECK(!offsets__async_from_section(s14->buf, s14->len, &a, err,
+					   sizeof(err)), "%s", err);
 	CHECK(a.task_size == 168 && a.task_name == 136 &&
 	      a.task_awaited_by == 96 && a.task_is_task == 108 &&
 	      a.task_awaited_by_is_set == 109 && a.task_coro == 128 &&
 	      a.task_node == 152, "3.14 task");
 	CHECK(a.interp_tasks_head == 10880 && a.tstate_running_task == 872 &&
 	      a.tstate_tasks_head == 880, "3.14 lists");
-	CHECK(!asynctasks__parse(s15->buf, s15->len, &a, err, sizeof(err)),
-	      "%s", err);
+	CHECK(!offsets__async_from_section(s15->buf, s15->len, &a, err,
+					   sizeof(err)), "%s", err);
 	CHECK(a.tstate_size == 1104 && a.tstate_tasks_head == 1048 &&
 	      a.interp_tasks_head == 10856, "3.15 lists");
-	CHECK(asynctasks__parse(s15->buf, 96, &a, err, sizeof(err)) == -EINVAL,
+	CHECK(offsets__async_from_section(s15->buf, 96, &a, err,
+					  sizeof(err)) == -EINVAL,
 	      "short section");
 
 	CHECK(!offsets__gen_from_debug(r14->buf, r14->len, 14, &g, err,
@@ -106,7 +107,7 @@ static void mutate(unsigned char *buf, size_t len)
 }
 
 /* Safe to use: what walk_list, read_task and the list heads read. */
-static const char *section_unsafe(const struct async_offsets *a)
+static const char *section_unsafe(const struct py_async_offsets *a)
 {
 	if (a->task_size > 4096 || a->task_node + 16 > a->task_size ||
 	    a->task_name + 8 > a->task_size || a->task_coro < 8 ||
@@ -135,7 +136,7 @@ static void test_fuzz(struct fixture *s, struct fixture *r, int minor)
 {
 	unsigned char buf[MAX_FILE];
 	unsigned int iter, sa = 0, ga = 0;
-	struct async_offsets a;
+	struct py_async_offsets a;
 	struct py_gen_offsets g;
 	const char *why;
 	char err[128];
@@ -143,7 +144,8 @@ static void test_fuzz(struct fixture *s, struct fixture *r, int minor)
 	for (iter = 0; iter < 20000; iter++) {
 		memcpy(buf, s->buf, s->len);
 		mutate(buf, s->len);
-		if (!asynctasks__parse(buf, s->len, &a, err, sizeof(err))) {
+		if (!offsets__async_from_section(buf, s->len, &a, err,
+						 sizeof(err))) {
 			sa++;
 			why = section_unsafe(&a);
 			CHECK(!why, "section fuzz %u: %s", iter, why);

@@ -26,93 +26,10 @@
 #include "stackread.h"
 #include "symbols.h"
 
-/* Py_AsyncioModuleDebugOffsets: 13 uint64_t, no cookie, no version. */
-#define SECTION_NAME	".AsyncioDebug"
-#define SECTION_LEN	(13 * 8)
-
-#define TASK_SIZE_MIN	100	/* a FutureObj head and the task's fields */
-#define TASK_SIZE_MAX	4096
-#define BIG_STRUCT_MAX	(16u << 20)
-#define TSTATE_MAX	65536u
-
-/* struct llist_node { next; prev; } (Include/internal/pycore_llist.h) */
-#define NODE_NEXT	0
-#define NODE_PREV	8
-#define NODE_SIZE	16
-
 #define MAX_FILES	256	/* mapped files looked into for the section */
 #define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
 #define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
 #define DEBUG_READ_LEN	4096	/* covers _Py_DebugOffsets (3.15: 888) */
-
-/* A field of width bytes at off, naturally aligned, inside size. */
-static bool field_ok(__u64 off, unsigned int width, __u64 size)
-{
-	return off < size && off + width <= size && !(off % width);
-}
-
-int asynctasks__parse(const void *buf, size_t len, struct async_offsets *o,
-		      char *err, size_t errlen)
-{
-	const char *why = NULL;
-
-	if (len < SECTION_LEN) {
-		errmsg__set(err, errlen, "%s is %zu bytes, not %d", SECTION_NAME,
-			    len, SECTION_LEN);
-		return -EINVAL;
-	}
-	o->task_size = remote__u64(buf, len, 0);
-	o->task_name = remote__u64(buf, len, 8);
-	o->task_awaited_by = remote__u64(buf, len, 16);
-	o->task_is_task = remote__u64(buf, len, 24);
-	o->task_awaited_by_is_set = remote__u64(buf, len, 32);
-	o->task_coro = remote__u64(buf, len, 40);
-	o->task_node = remote__u64(buf, len, 48);
-	o->interp_size = remote__u64(buf, len, 56);
-	o->interp_tasks_head = remote__u64(buf, len, 64);
-	o->tstate_size = remote__u64(buf, len, 72);
-	o->tstate_running_loop = remote__u64(buf, len, 80);
-	o->tstate_running_task = remote__u64(buf, len, 88);
-	o->tstate_tasks_head = remote__u64(buf, len, 96);
-
-	if (o->task_size < TASK_SIZE_MIN || o->task_size > TASK_SIZE_MAX ||
-	    o->task_size % 8)
-		why = "task size";
-	else if (!field_ok(o->task_name, 8, o->task_size) ||
-		 !field_ok(o->task_awaited_by, 8, o->task_size) ||
-		 !field_ok(o->task_is_task, 1, o->task_size) ||
-		 !field_ok(o->task_awaited_by_is_set, 1, o->task_size) ||
-		 !field_ok(o->task_coro, 8, o->task_size) ||
-		 !field_ok(o->task_node, 8, o->task_size) ||
-		 o->task_node + NODE_SIZE > o->task_size)
-		why = "task field";
-	/* task_fut_waiter is not in the section: it precedes task_coro
-	 * (TaskObj in Modules/_asynciomodule.c, stable since 3.8), and the
-	 * future's state, an int, precedes fut_is_task */
-	else if (o->task_coro < 16 || o->task_name != o->task_coro + 8 ||
-		 o->task_is_task < 4 ||
-		 o->task_awaited_by + 8 != o->task_is_task - 4 ||
-		 o->task_awaited_by_is_set != o->task_is_task + 1 ||
-		 o->task_node < o->task_name + 8)
-		why = "task field order";
-	else if (o->interp_size < 64 || o->interp_size > BIG_STRUCT_MAX ||
-		 !field_ok(o->interp_tasks_head, 8, o->interp_size) ||
-		 o->interp_tasks_head + NODE_SIZE > o->interp_size)
-		why = "interpreter field";
-	else if (o->tstate_size < 64 || o->tstate_size > TSTATE_MAX ||
-		 !field_ok(o->tstate_running_loop, 8, o->tstate_size) ||
-		 !field_ok(o->tstate_running_task, 8, o->tstate_size) ||
-		 !field_ok(o->tstate_tasks_head, 8, o->tstate_size) ||
-		 o->tstate_tasks_head + NODE_SIZE > o->tstate_size ||
-		 o->tstate_running_task == o->tstate_tasks_head ||
-		 o->tstate_running_task == o->tstate_running_loop)
-		why = "thread state field";
-	if (why) {
-		errmsg__set(err, errlen, "bad %s: %s", SECTION_NAME, why);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 /*
  * Could the file mapped here hold the section?  CPython's tools look in
@@ -145,12 +62,13 @@ static bool seen_file(const struct mapping *seen, int n,
 
 /* The section of the file mapped at m: 0, -ENOENT, or -errno. */
 static int section_of(pid_t pid, const struct mapping *m,
-		      struct async_offsets *out, char *err, size_t errlen)
+		      struct py_async_offsets *out, char *err, size_t errlen)
 {
-	unsigned char buf[SECTION_LEN];
+	unsigned char buf[OFFSETS_ASYNC_SECTION_LEN];
 	struct elf_file *ef;
 	struct stat st;
 	size_t size = 0;
+	char why[128];
 	int fd, ret;
 
 	fd = process__open_mapping(pid, m, &st);
@@ -159,22 +77,22 @@ static int section_of(pid_t pid, const struct mapping *m,
 	ret = elffile__open_fd(fd, &ef);
 	if (!ret) {
 		memset(buf, 0, sizeof(buf));
-		ret = elffile__section(ef, SECTION_NAME, buf, sizeof(buf),
-				       &size);
+		ret = elffile__section(ef, OFFSETS_ASYNC_SECTION, buf,
+				       sizeof(buf), &size);
 		elffile__close(ef);
 	}
 	close(fd);
 	if (ret)
 		return -ENOENT;
-	ret = asynctasks__parse(buf, size < sizeof(buf) ? size : sizeof(buf),
-				out, err, errlen);
+	ret = offsets__async_from_section(buf, size < sizeof(buf) ?
+						       size : sizeof(buf),
+					  out, why, sizeof(why));
 	if (ret)
-		errmsg__set(err, errlen, "%s in %s does not check", SECTION_NAME,
-			    m->path);
+		errmsg__set(err, errlen, "%s (in %s)", why, m->path);
 	return ret;
 }
 
-int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
+int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 		       size_t errlen)
 {
 	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
@@ -214,7 +132,7 @@ int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
 	if (ret == -ENOENT)
 		errmsg__set(err, errlen,
 			    "process %d has not imported asyncio: no %s section is mapped",
-			    pid, SECTION_NAME);
+			    pid, OFFSETS_ASYNC_SECTION);
 	return ret;
 }
 
@@ -238,7 +156,7 @@ const char *asynctasks__state_name(int state)
 struct walk {
 	pid_t pid;
 	const struct py_proc *proc;
-	const struct async_offsets *ao;
+	const struct py_async_offsets *ao;
 	const struct py_gen_offsets *go;
 	struct remote_mem mem;
 	struct stackread *scratch;	/* a task's chain, as read */
@@ -425,7 +343,7 @@ static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
 static void read_task(struct walk *w, __u64 addr, const unsigned char *tb,
 		      __u64 thread_key, __u64 running, struct async_task *t)
 {
-	const struct async_offsets *ao = w->ao;
+	const struct py_async_offsets *ao = w->ao;
 	size_t n = ao->task_size;
 	__u64 waiter, by;
 
@@ -480,13 +398,13 @@ static struct async_task *new_task(struct walk *w)
 static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 		      __u64 running)
 {
-	const struct async_offsets *ao = w->ao;
-	unsigned char tb[TASK_SIZE_MAX];
+	const struct py_async_offsets *ao = w->ao;
+	unsigned char tb[PY_TASK_SIZE_MAX];
 	struct pysight_loop l;
 	uint64_t prev = head, node, back;
 	struct async_task *t;
 
-	if (remote__mem_read64(&w->mem, head + NODE_NEXT, &node)) {
+	if (remote__mem_read64(&w->mem, head + PY_LLIST_NEXT, &node)) {
 		cut(w, "a task list is unreadable");
 		return;
 	}
@@ -500,7 +418,7 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 			cut(w, "a task list ends without its head (changed while read)");
 			return;
 		}
-		if (remote__mem_read64(&w->mem, node + NODE_PREV, &back) ||
+		if (remote__mem_read64(&w->mem, node + PY_LLIST_PREV, &back) ||
 		    back != prev) {
 			cut(w, "a task list changed while read");
 			return;
@@ -516,7 +434,8 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 			return;
 		read_task(w, node - ao->task_node, tb, thread_key, running, t);
 		prev = node;
-		node = remote__u64(tb, ao->task_size, ao->task_node + NODE_NEXT);
+		node = remote__u64(tb, ao->task_size,
+				   ao->task_node + PY_LLIST_NEXT);
 		if (pysight_loop_seen(&l, node)) {
 			cut(w, "a task list loops");
 			return;
@@ -582,7 +501,7 @@ static int drop_repeats(struct async_tasks *o)
 }
 
 int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
-		     const struct async_offsets *ao, struct async_tasks *out,
+		     const struct py_async_offsets *ao, struct async_tasks *out,
 		     char *err, size_t errlen)
 {
 	struct py_gen_offsets go;
@@ -597,7 +516,7 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 	memset(out, 0, sizeof(*out));
 	if (minor < ASYNC_FIRST_MINOR) {
 		errmsg__set(err, errlen, "Python 3.%d has no %s", minor,
-			    SECTION_NAME);
+			    OFFSETS_ASYNC_SECTION);
 		return -ENOTSUP;
 	}
 	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */

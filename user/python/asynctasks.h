@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "pysight.h"
+#include "offsets.h"
 
 #define ASYNC_FIRST_MINOR	14	/* .AsyncioDebug appeared in 3.14 */
 #define ASYNC_MAX_TASKS		10000	/* per process; more: partial */
@@ -21,26 +22,13 @@
 #define ASYNC_MAX_AWAITERS	16	/* kept per task */
 #define ASYNC_NAME_LEN		256
 
-/* _Py_AsyncioModuleDebugOffsets, as read from the section and checked. */
-struct async_offsets {
-	__u64 task_size, task_name, task_awaited_by, task_is_task;
-	__u64 task_awaited_by_is_set, task_coro, task_node;
-	__u64 interp_size, interp_tasks_head;
-	__u64 tstate_size, tstate_running_loop, tstate_running_task;
-	__u64 tstate_tasks_head;
-};
-
-/* The section's 104 bytes, checked: 0, or -EINVAL with why in err. */
-int asynctasks__parse(const void *buf, size_t len, struct async_offsets *out,
-		      char *err, size_t errlen);
-
 /*
  * Find .AsyncioDebug in the files process pid maps (the _asyncio module,
  * or the interpreter that builds it in) and parse it: 0, -ENOENT when no
  * mapped file has it (asyncio not imported yet), or -errno, with why in
  * err.  It opens files of any owner: call it while allowed to.
  */
-int asynctasks__locate(pid_t pid, struct async_offsets *out, char *err,
+int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 		       size_t errlen);
 
 enum async_state {
@@ -79,7 +67,7 @@ struct async_tasks {
  * why in err.  Free out with asynctasks__free, whatever it returned.
  */
 int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
-		     const struct async_offsets *ao, struct async_tasks *out,
+		     const struct py_async_offsets *ao, struct async_tasks *out,
 		     char *err, size_t errlen);
 void asynctasks__free(struct async_tasks *t);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -604,5 +605,116 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 	out->state_cleared = l->state_cleared;
 	out->owner_generator = l->owner_generator;
 	out->yf_depth = l->yf_depth;
+	return 0;
+}
+
+/* The section's fields, in its order: one __u64 each. */
+static const size_t async_fields[] = {
+	offsetof(struct py_async_offsets, task_size),
+	offsetof(struct py_async_offsets, task_name),
+	offsetof(struct py_async_offsets, task_awaited_by),
+	offsetof(struct py_async_offsets, task_is_task),
+	offsetof(struct py_async_offsets, task_awaited_by_is_set),
+	offsetof(struct py_async_offsets, task_coro),
+	offsetof(struct py_async_offsets, task_node),
+	offsetof(struct py_async_offsets, interp_size),
+	offsetof(struct py_async_offsets, interp_tasks_head),
+	offsetof(struct py_async_offsets, tstate_size),
+	offsetof(struct py_async_offsets, tstate_running_loop),
+	offsetof(struct py_async_offsets, tstate_running_task),
+	offsetof(struct py_async_offsets, tstate_tasks_head),
+};
+_Static_assert(sizeof(async_fields) / sizeof(async_fields[0]) * 8 ==
+		       OFFSETS_ASYNC_SECTION_LEN,
+	       "one field per __u64 of .AsyncioDebug");
+
+#define TASK_SIZE_MIN	100	/* a FutureObj head and the task's fields */
+
+static void check_tasks(struct verdict *v, const struct py_async_offsets *o)
+{
+	const struct span task[] = {
+		{ o->task_name, 8 }, { o->task_awaited_by, 8 },
+		{ o->task_is_task, 1 }, { o->task_awaited_by_is_set, 1 },
+		{ o->task_coro, 8 }, { o->task_node, PY_LLIST_SIZE },
+	};
+
+	if (o->task_size < TASK_SIZE_MIN || o->task_size > PY_TASK_SIZE_MAX ||
+	    o->task_size % 8)
+		fail(v, "sizeof(TaskObj) = %llu",
+		     (unsigned long long)o->task_size);
+	check_field(v, "task_name", o->task_name, 8, o->task_size);
+	check_field(v, "task_awaited_by", o->task_awaited_by, 8, o->task_size);
+	check_field(v, "task_is_task", o->task_is_task, 1, o->task_size);
+	check_field(v, "task_awaited_by_is_set", o->task_awaited_by_is_set, 1,
+		    o->task_size);
+	check_field(v, "task_coro", o->task_coro, 8, o->task_size);
+	check_field(v, "task_node", o->task_node, 8, o->task_size);
+	if (o->task_node + PY_LLIST_SIZE > o->task_size)
+		fail(v, "task_node %llu past the task",
+		     (unsigned long long)o->task_node);
+	check_disjoint(v, "TaskObj", task, sizeof(task) / sizeof(task[0]));
+	/* task_fut_waiter is not in the section: it precedes task_coro
+	 * (TaskObj in Modules/_asynciomodule.c, stable since 3.8), and the
+	 * future's state, an int, precedes fut_is_task */
+	if (o->task_coro < 16 || o->task_name != o->task_coro + 8 ||
+	    o->task_is_task < 4 ||
+	    o->task_awaited_by + 8 != o->task_is_task - 4 ||
+	    o->task_awaited_by_is_set != o->task_is_task + 1 ||
+	    o->task_node < o->task_name + 8)
+		fail(v, "TaskObj fields out of their order");
+}
+
+/* The list heads in the interpreter and each thread state. */
+static void check_task_lists(struct verdict *v,
+			     const struct py_async_offsets *o)
+{
+	const struct span ts[] = {
+		{ o->tstate_running_loop, 8 }, { o->tstate_running_task, 8 },
+		{ o->tstate_tasks_head, PY_LLIST_SIZE },
+	};
+
+	check_size(v, "PyInterpreterState", o->interp_size, 64,
+		   BIG_STRUCT_MAX);
+	check_field(v, "asyncio_tasks_head", o->interp_tasks_head, 8,
+		    o->interp_size);
+	if (o->interp_tasks_head + PY_LLIST_SIZE > o->interp_size)
+		fail(v, "interp asyncio_tasks_head %llu past its struct",
+		     (unsigned long long)o->interp_tasks_head);
+	check_size(v, "PyThreadState", o->tstate_size, 64, TSTATE_MAX);
+	check_field(v, "asyncio_running_loop", o->tstate_running_loop, 8,
+		    o->tstate_size);
+	check_field(v, "asyncio_running_task", o->tstate_running_task, 8,
+		    o->tstate_size);
+	check_field(v, "asyncio_tasks_head", o->tstate_tasks_head, 8,
+		    o->tstate_size);
+	if (o->tstate_tasks_head + PY_LLIST_SIZE > o->tstate_size)
+		fail(v, "tstate asyncio_tasks_head %llu past its struct",
+		     (unsigned long long)o->tstate_tasks_head);
+	check_disjoint(v, "PyThreadState", ts, sizeof(ts) / sizeof(ts[0]));
+}
+
+int offsets__async_from_section(const void *buf, size_t len,
+				struct py_async_offsets *o, char *err,
+				size_t errlen)
+{
+	struct verdict v = { .bad = false };
+	unsigned int i;
+
+	if (len < OFFSETS_ASYNC_SECTION_LEN) {
+		errmsg__set(err, errlen, "%s is %zu bytes, not %d",
+			    OFFSETS_ASYNC_SECTION, len,
+			    OFFSETS_ASYNC_SECTION_LEN);
+		return -EINVAL;
+	}
+	for (i = 0; i < sizeof(async_fields) / sizeof(async_fields[0]); i++)
+		*(__u64 *)((char *)o + async_fields[i]) =
+			remote__u64(buf, len, 8 * i);
+	check_tasks(&v, o);
+	check_task_lists(&v, o);
+	if (v.bad) {
+		errmsg__set(err, errlen, "bad %s: %s", OFFSETS_ASYNC_SECTION,
+			    v.why);
+		return -EINVAL;
+	}
 	return 0;
 }

@@ -59,6 +59,33 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 			    size_t errlen);
 
 /*
+ * _Py_AsyncioModuleDebugOffsets, 3.14+: the 13 __u64 of the _asyncio
+ * module's .AsyncioDebug section (no cookie, no version), in its order.
+ */
+#define OFFSETS_ASYNC_SECTION		".AsyncioDebug"
+#define OFFSETS_ASYNC_SECTION_LEN	(13 * 8)
+#define PY_TASK_SIZE_MAX		4096	/* a TaskObj: more is refused */
+
+/* struct llist_node { next; prev; } (Include/internal/pycore_llist.h) */
+#define PY_LLIST_NEXT	0
+#define PY_LLIST_PREV	8
+#define PY_LLIST_SIZE	16
+
+struct py_async_offsets {
+	__u64 task_size, task_name, task_awaited_by, task_is_task;
+	__u64 task_awaited_by_is_set, task_coro, task_node;
+	__u64 interp_size, interp_tasks_head;
+	__u64 tstate_size, tstate_running_loop, tstate_running_task;
+	__u64 tstate_tasks_head;
+};
+
+/* The section's bytes, checked as _Py_DebugOffsets are: 0, or -EINVAL
+ * with why in err. */
+int offsets__async_from_section(const void *buf, size_t len,
+				struct py_async_offsets *out, char *err,
+				size_t errlen);
+
+/*
  * Internal: the generated tables (user/python/offsets_table.c, tools/gen-offsets).
  * Only offsets.c and the unit test use them.
  */
