@@ -15,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "le.h"
+
 #define FUZZ_MAX_SEGS	4096
 
 struct fuzz_segment {
@@ -25,6 +27,32 @@ struct fuzz_segment {
 
 static struct fuzz_segment fuzz_segs[FUZZ_MAX_SEGS];
 static int fuzz_nsegs;
+
+#define FUZZ_SEG_HDR	12	/* an address (8 bytes), a length (4) */
+
+/*
+ * The segments of an input's tail, as tools/fuzz-seeds writes them: each
+ * an address, a length and its bytes, to the end.  A segment cut short by
+ * the end is its bytes up to the end.
+ */
+static inline void fuzz_map_segments(const uint8_t *p, size_t left)
+{
+	struct fuzz_segment *s;
+	uint32_t len;
+
+	for (fuzz_nsegs = 0; fuzz_nsegs < FUZZ_MAX_SEGS && left >= FUZZ_SEG_HDR;
+	     fuzz_nsegs++) {
+		s = &fuzz_segs[fuzz_nsegs];
+		s->addr = fuzz_le64(p);
+		len = fuzz_le32(p + 8);
+		p += FUZZ_SEG_HDR;
+		left -= FUZZ_SEG_HDR;
+		s->len = len < left ? len : left;
+		s->data = p;
+		p += s->len;
+		left -= s->len;
+	}
+}
 
 ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
 			 unsigned long liovcnt, const struct iovec *remote,

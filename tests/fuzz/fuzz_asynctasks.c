@@ -23,26 +23,6 @@
 #include "fakemem.h"
 
 #define HDR_LEN		(33 + OFFSETS_ASYNC_SECTION_LEN)
-#define SEG_HDR		12
-
-static void map_segments(const uint8_t *p, size_t left)
-{
-	struct fuzz_segment *s;
-	uint32_t len;
-
-	for (fuzz_nsegs = 0; fuzz_nsegs < FUZZ_MAX_SEGS && left >= SEG_HDR;
-	     fuzz_nsegs++) {
-		s = &fuzz_segs[fuzz_nsegs];
-		s->addr = fuzz_le64(p);
-		len = fuzz_le32(p + 8);
-		p += SEG_HDR;
-		left -= SEG_HDR;
-		s->len = len < left ? len : left;
-		s->data = p;
-		p += s->len;
-		left -= s->len;
-	}
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -62,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	proc.runtime_addr = fuzz_le64(data + 1);
 	fuzz_types(&proc, data + 9);
-	map_segments(data + HDR_LEN, size - HDR_LEN);
+	fuzz_map_segments(data + HDR_LEN, size - HDR_LEN);
 	(void)asynctasks__read(1, &proc, minor, &ao, &t, err, sizeof(err));
 	asynctasks__free(&t);
 	fuzz_nsegs = 0;

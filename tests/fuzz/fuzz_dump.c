@@ -28,27 +28,7 @@
 #include "fakemem.h"
 
 #define HDR_LEN		41
-#define SEG_HDR		12
 #define MAX_LOCALS	16
-
-static void map_segments(const uint8_t *p, size_t left)
-{
-	struct fuzz_segment *s;
-	uint32_t len;
-
-	for (fuzz_nsegs = 0; fuzz_nsegs < FUZZ_MAX_SEGS && left >= SEG_HDR;
-	     fuzz_nsegs++) {
-		s = &fuzz_segs[fuzz_nsegs];
-		s->addr = fuzz_le64(p);
-		len = fuzz_le32(p + 8);
-		p += SEG_HDR;
-		left -= SEG_HDR;
-		s->len = len < left ? len : left;
-		s->data = p;
-		p += s->len;
-		left -= s->len;
-	}
-}
 
 /* What dump shows of each frame: its name, line and locals. */
 static void read_frames(const struct py_proc *proc, int minor,
@@ -87,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	proc.runtime_addr = fuzz_le64(data + 1);
 	fuzz_types(&proc, data + 9);
-	map_segments(data + HDR_LEN, size - HDR_LEN);
+	fuzz_map_segments(data + HDR_LEN, size - HDR_LEN);
 
 	(void)stackread__gil_holder(1, &proc, &holder);
 	(void)stackread__stable(1, &proc, fuzz_le64(data + 33), &out, &scratch, 1);
