@@ -16,6 +16,7 @@
 #include "asynctasks.h"
 #include "offsets.h"
 #include "check.h"
+#include "testkit.h"
 
 #define MAX_FILE 4096
 
@@ -27,26 +28,7 @@ struct fixture {
 
 static int load(const char *dir, struct fixture *f)
 {
-	char path[512];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, f->file);
-	fp = fopen(path, "rb");
-	if (!fp)
-		return -1;
-	f->len = fread(f->buf, 1, sizeof(f->buf), fp);
-	fclose(fp);
-	return 0;
-}
-
-static uint64_t state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rnd(void)
-{
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
+	return testkit_load(dir, f->file, f->buf, sizeof(f->buf), &f->len);
 }
 
 static void test_real(struct fixture *s14, struct fixture *s15,

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "linetable.h"
+#include "testkit.h"
 
 #define FIRST_FIXTURE_MINOR	8
 #define LAST_FIXTURE_MINOR	15
@@ -336,16 +337,6 @@ static void test_loctable_malformed(void)
 }
 
 /* ---- random mutation loop ------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 static size_t mutate(uint8_t *buf, size_t len, size_t cap)
 {

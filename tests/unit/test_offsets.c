@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "offsets.h"
+#include "testkit.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"
@@ -53,16 +54,8 @@ static struct fixture fixtures[] = {
 
 static int load(struct fixture *f)
 {
-	char path[512];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", FIXTURE_DIR, f->file);
-	fp = fopen(path, "rb");
-	if (!fp)
-		return -1;
-	f->len = fread(f->buf, 1, sizeof(f->buf), fp);
-	fclose(fp);
-	return 0;
+	return testkit_load(FIXTURE_DIR, f->file, f->buf, sizeof(f->buf),
+			    &f->len);
 }
 
 static const struct offsets_debug_layout *layout_of(int minor)
@@ -424,17 +417,6 @@ static const char *unsafe(const struct py_offsets *o, int minor)
 	    o->frame_code >= 1024 || o->frame_instr >= 1024)
 		return "frame offsets";
 	return NULL;
-}
-
-static __u64 rng_state = 0x9e3779b97f4a7c15ULL;
-
-static __u64 rnd(void)
-{
-	/* xorshift64: reproducible, no libc state. */
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
 }
 
 static void mutate(unsigned char *buf, size_t span)
