@@ -740,6 +740,19 @@ class Staging:
         self.counter += 1
         return os.path.join(self.dir(interp), "result-%d.json" % self.counter)
 
+    def wait_result(self, interp, guest_path, proc, timeout=30):
+        """The result a workload writes once it is ready, waited for while
+        proc runs: a workload that exits or stalls first fails the test."""
+        host = interp.host_path(guest_path)
+        script = next((os.path.basename(str(a)) for a in proc.args if str(a).endswith(".py")),
+                      "the workload")
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(host):
+            assert proc.poll() is None, "%s exited with %s" % (script, proc.returncode)
+            assert time.monotonic() < deadline, "%s never got ready" % script
+            time.sleep(0.05)
+        return self.read_result(interp, guest_path)
+
     def read_result(self, interp, guest_path):
         host = interp.host_path(guest_path)
         assert os.path.exists(host), "the workload wrote no result %s" % host

@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -24,13 +23,7 @@ def start_target(procs, staging, interp, seconds=60):
     result = staging.result_file(interp)
     proc = procs.start(interp.argv(staging.script(interp, "dump_target.py"), seconds, result),
                        stdout=subprocess.DEVNULL)
-    host = interp.host_path(result)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(host):
-        assert proc.poll() is None, "dump_target.py exited with %s" % proc.returncode
-        assert time.monotonic() < deadline, "dump_target.py never got ready"
-        time.sleep(0.05)
-    return proc, staging.read_result(interp, result)["tids"]
+    return proc, staging.wait_result(interp, result, proc)["tids"]
 
 
 def parse_text(out):

@@ -2,10 +2,8 @@
 a tree of who awaits whom, agreeing with CPython's own
 `python3.14 -m asyncio pstree`."""
 import json
-import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -30,16 +28,6 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("tinterp", interps, ids=[i.id for i in interps])
 
 
-def wait_result(interp, staging, proc, result):
-    host = interp.host_path(result)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(host):
-        assert proc.poll() is None, "asyncio_tree.py exited with %s" % proc.returncode
-        assert time.monotonic() < deadline, "asyncio_tree.py never got ready"
-        time.sleep(0.05)
-    return staging.read_result(interp, result)
-
-
 def start_tree(procs, staging, interp, seconds=60):
     """asyncio_tree.py in a mount namespace of its own, the chroot's /proc
     mounted there: pstree, run in the same namespace and chroot, reads
@@ -51,7 +39,7 @@ def start_tree(procs, staging, interp, seconds=60):
                  'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"',
                  interp.chroot] + guest[2:]
     proc = procs.start(guest, stdout=subprocess.DEVNULL)
-    return proc, wait_result(interp, staging, proc, result)
+    return proc, staging.wait_result(interp, result, proc)
 
 
 def pstree_edges(interp, pid):
@@ -163,7 +151,7 @@ def test_dump_tasks_torn_list(procs, staging, how):
     result = staging.result_file(interp)
     proc = procs.start(interp.argv(staging.script(interp, "asyncio_torn.py"), how, 60, result),
                        stdout=subprocess.DEVNULL)
-    assert wait_result(interp, staging, proc, result) == {"ready": how}
+    assert staging.wait_result(interp, result, proc) == {"ready": how}
     run = run_pysight(procs, ["dump", "--tasks", "--json", "-p", proc.pid], timeout=30)
     assert run.returncode == 0, run.stderr
     [p] = json.loads(run.stdout)["processes"]
