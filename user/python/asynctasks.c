@@ -29,7 +29,6 @@
 #define MAX_FILES	256	/* mapped files looked into for the section */
 #define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
 #define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
-#define DEBUG_READ_LEN	4096	/* covers _Py_DebugOffsets (3.15: 888) */
 
 /*
  * Could the file mapped here hold the section?  CPython's tools look in
@@ -520,15 +519,15 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 		return -ENOTSUP;
 	}
 	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */
-	dbg = malloc(DEBUG_READ_LEN);
+	dbg = malloc(OFFSETS_DEBUG_MAX);
 	if (!dbg)
 		return -ENOMEM;
-	ret = remote__read(pid, proc->runtime_addr, dbg, DEBUG_READ_LEN);
+	ret = remote__read(pid, proc->runtime_addr, dbg, OFFSETS_DEBUG_MAX);
 	if (ret)
 		errmsg__set(err, errlen, "cannot read _PyRuntime: %s",
 			    strerror(-ret));
 	else
-		ret = offsets__gen_from_debug(dbg, DEBUG_READ_LEN, minor, &go,
+		ret = offsets__gen_from_debug(dbg, OFFSETS_DEBUG_MAX, minor, &go,
 					      err, errlen);
 	free(dbg);
 	if (ret)

@@ -31,6 +31,11 @@ int offsets__from_table(int major, int minor, struct py_offsets *out);
 int offsets__from_debug(const void *runtime, size_t len, int minor,
 			struct py_offsets *out, char *err, size_t errlen);
 
+/* The bytes at _PyRuntime a caller reads for _Py_DebugOffsets: more
+ * than any layout's struct_size (3.15: 888), no more than the fuzz
+ * seeds copy of it (tools/fuzz-seeds). */
+#define OFFSETS_DEBUG_MAX	4096
+
 /*
  * What reading a coroutine needs (user space only, so not in struct
  * py_offsets): from _Py_DebugOffsets, which describes generators from

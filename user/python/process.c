@@ -31,7 +31,6 @@
 
 #define MIN_MINOR	8
 #define DELETED		" (deleted)"
-#define DEBUG_MAX	16384	/* bytes of _Py_DebugOffsets read at most */
 
 __u64 process__kernel_dev(dev_t dev)
 {
@@ -290,10 +289,10 @@ static int load_offsets(struct elf_file *ef, uint64_t runtime, uint64_t size,
 			info->proc.off.version_hex = hex;
 		return ret ? -ENOTSUP : 0;
 	}
-	buf = malloc(DEBUG_MAX);
+	buf = malloc(OFFSETS_DEBUG_MAX);
 	if (!buf)
 		return -ENOMEM;
-	len = size && size < DEBUG_MAX ? size : DEBUG_MAX;
+	len = size && size < OFFSETS_DEBUG_MAX ? size : OFFSETS_DEBUG_MAX;
 	while (len >= 512 && elffile__read(ef, runtime, buf, len))
 		len /= 2;
 	if (len < 512) {
