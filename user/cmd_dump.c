@@ -95,7 +95,6 @@ struct dtasks {
 	char comm[PYSIGHT_COMM_LEN + 1];
 	struct py_async_offsets ao;
 	struct async_tasks t;
-	struct seen_task *index;	/* by address */
 };
 
 struct dump {
@@ -138,10 +137,8 @@ static void dump_free(struct dump *d)
 	size_t i;
 	int j;
 
-	for (j = 0; j < d->ntasks; j++) {
+	for (j = 0; j < d->ntasks; j++)
 		asynctasks__free(&d->tasks[j].t);
-		free(d->tasks[j].index);
-	}
 	free(d->tasks);
 	for (i = 0; i < d->n; i++) {
 		for (j = 0; j < d->threads[i].nlocals; j++)
@@ -375,42 +372,7 @@ static int print_json(const struct dump *d)
 	return 0;
 }
 
-/* A task by address, for the edges. */
-struct seen_task {
-	__u64 addr;
-	int i;
-};
-
 #define TREE_DEPTH	64	/* tasks awaiting tasks, shown at most */
-
-static int seen_cmp(const void *pa, const void *pb)
-{
-	const struct seen_task *a = pa, *b = pb;
-
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-static int index_tasks(struct dtasks *dt)
-{
-	int i;
-
-	dt->index = malloc((dt->t.n + 1) * sizeof(*dt->index));
-	if (!dt->index)
-		return -ENOMEM;
-	for (i = 0; i < dt->t.n; i++)
-		dt->index[i] = (struct seen_task){ dt->t.tasks[i].addr, i };
-	qsort(dt->index, dt->t.n, sizeof(*dt->index), seen_cmp);
-	return 0;
-}
-
-/* The index of the task at addr, or -1 (not a task read, or none). */
-static int task_at(const struct dtasks *dt, __u64 addr)
-{
-	struct seen_task key = { addr, 0 }, *f;
-
-	f = bsearch(&key, dt->index, dt->t.n, sizeof(key), seen_cmp);
-	return f ? f->i : -1;
-}
 
 /* Tasks by the task they are awaited by: kids[first[i] .. first[i + 1]). */
 struct tree {
@@ -434,15 +396,19 @@ static int tree_build(struct tree *tr)
 		return -ENOMEM;
 	}
 	for (i = 0; i < t->n; i++)
-		for (j = 0; j < t->tasks[i].nawaiters; j++)
-			if ((p = task_at(tr->dt, t->tasks[i].awaiters[j])) >= 0)
+		for (j = 0; j < t->tasks[i].nawaiters; j++) {
+			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
+			if (p >= 0)
 				tr->first[p + 1]++;
+		}
 	for (i = 0; i < t->n; i++)
 		tr->first[i + 1] += tr->first[i];
 	for (i = 0; i < t->n; i++)
-		for (j = 0; j < t->tasks[i].nawaiters; j++)
-			if ((p = task_at(tr->dt, t->tasks[i].awaiters[j])) >= 0)
+		for (j = 0; j < t->tasks[i].nawaiters; j++) {
+			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
+			if (p >= 0)
 				tr->kids[tr->first[p] + fill[p]++] = i;
+		}
 	free(fill);
 	return 0;
 }
@@ -461,7 +427,7 @@ static bool has_parent(const struct dtasks *dt, int i)
 	int j;
 
 	for (j = 0; j < t->nawaiters; j++)
-		if (task_at(dt, t->awaiters[j]) >= 0)
+		if (asynctasks__find(&dt->t, t->awaiters[j]) >= 0)
 			return true;
 	return false;
 }
@@ -732,8 +698,6 @@ static int read_tasks(struct collector *c, struct dump *d)
 		ret = pp ? asynctasks__read(dt->pid, &pp->proc, pp->minor,
 					    &dt->ao, &dt->t, err, sizeof(err)) :
 			   -ESRCH;
-		if (!ret)
-			ret = index_tasks(dt);
 		if (ret) {
 			pr_err("failed to read the tasks of process %d: %s",
 			       dt->pid, ret == -ESRCH ? "it exited" :

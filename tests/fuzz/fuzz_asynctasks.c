@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct async_tasks t;
 	struct py_proc proc;
 	char err[256];
-	int minor;
+	int minor, i;
 
 	minor = fuzz_proc(data, size, HDR_LEN, &proc);
 	if (minor < 0)
@@ -43,7 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	proc.runtime_addr = fuzz_le64(data + 1);
 	fuzz_types(&proc, data + 9);
 	fuzz_map_segments(data + HDR_LEN, size - HDR_LEN);
-	(void)asynctasks__read(1, &proc, minor, &ao, &t, err, sizeof(err));
+	/* what it read: each task once, found where it is */
+	if (!asynctasks__read(1, &proc, minor, &ao, &t, err, sizeof(err))) {
+		for (i = 0; i < t.n; i++)
+			if (asynctasks__find(&t, t.tasks[i].addr) != i)
+				__builtin_trap();
+	}
 	asynctasks__free(&t);
 	fuzz_nsegs = 0;
 	return 0;

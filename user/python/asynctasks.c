@@ -453,50 +453,69 @@ static int thread_tasks(void *ctx, __u64 key, __u64 tstate)
 	return w->err;
 }
 
-struct seen {
-	__u64 addr;
-	int at;
-};
-
+/* Order by address, then by when the task was met. */
 static int by_addr(const void *pa, const void *pb)
 {
-	const struct seen *a = pa, *b = pb;
+	const struct async_seen *a = pa, *b = pb;
 
 	if (a->addr != b->addr)
 		return a->addr < b->addr ? -1 : 1;
 	return a->at - b->at;
 }
 
-/* A task moved from its thread's list to the interpreter's under the
- * read is met twice: the first meeting stands. */
-static int drop_repeats(struct async_tasks *o)
+/*
+ * The index by address, each task once: a task moved from its thread's
+ * list to the interpreter's under the read is met twice, and the first
+ * meeting stands.
+ */
+static int index_tasks(struct async_tasks *o)
 {
-	struct seen *s;
-	bool *dup;
-	int i, k;
+	struct async_seen *s;
+	int *to, i, k;
 
-	if (o->n < 2)
-		return 0;
-	s = malloc(o->n * sizeof(*s));
-	dup = calloc(o->n, sizeof(*dup));
-	if (!s || !dup) {
+	s = malloc((o->n + 1) * sizeof(*s));
+	to = malloc((o->n + 1) * sizeof(*to));
+	if (!s || !to) {
 		free(s);
-		free(dup);
+		free(to);
 		return -ENOMEM;
 	}
-	for (i = 0; i < o->n; i++)
-		s[i] = (struct seen){ o->tasks[i].addr, i };
+	for (i = 0; i < o->n; i++) {
+		s[i] = (struct async_seen){ o->tasks[i].addr, i };
+		to[i] = 0;
+	}
 	qsort(s, o->n, sizeof(*s), by_addr);
 	for (i = 1; i < o->n; i++)
 		if (s[i].addr == s[i - 1].addr)
-			dup[s[i].at] = true;
+			to[s[i].at] = -1;
 	for (i = k = 0; i < o->n; i++)
-		if (!dup[i])
+		if (!to[i]) {
+			to[i] = k;
 			o->tasks[k++] = o->tasks[i];
+		}
+	for (i = k = 0; i < o->n; i++)
+		if (to[s[i].at] >= 0)
+			s[k++] = (struct async_seen){ s[i].addr, to[s[i].at] };
 	o->n = k;
-	free(s);
-	free(dup);
+	o->index = s;
+	free(to);
 	return 0;
+}
+
+int asynctasks__find(const struct async_tasks *t, __u64 addr)
+{
+	int lo = 0, hi = t->index ? t->n : 0, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->index[mid].addr == addr)
+			return t->index[mid].at;
+		if (t->index[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
 }
 
 int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
@@ -545,12 +564,14 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 	    interp)
 		walk_list(&w, interp + ao->interp_tasks_head, 0, 0);
 	free(w.scratch);
-	return w.err ? w.err : drop_repeats(out);
+	return w.err ? w.err : index_tasks(out);
 }
 
 void asynctasks__free(struct async_tasks *t)
 {
 	free(t->tasks);
+	free(t->index);
 	t->tasks = NULL;
+	t->index = NULL;
 	t->n = 0;
 }

@@ -53,9 +53,16 @@ struct async_task {
 	bool awaiters_cut;		/* more, or some unreadable */
 };
 
+/* A task's place in tasks, by its address. */
+struct async_seen {
+	__u64 addr;
+	int at;
+};
+
 struct async_tasks {
 	struct async_task *tasks;
 	int n;
+	struct async_seen *index;	/* n of them, by address */
 	bool partial;		/* a list was cut: torn, looped or too long */
 	char why[128];		/* the first cut */
 };
@@ -70,6 +77,9 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 		     const struct py_async_offsets *ao, struct async_tasks *out,
 		     char *err, size_t errlen);
 void asynctasks__free(struct async_tasks *t);
+
+/* The index in t->tasks of the task at addr, or -1 (none was read). */
+int asynctasks__find(const struct async_tasks *t, __u64 addr);
 
 /* "running", "waiting", ... */
 const char *asynctasks__state_name(int state);
