@@ -47,18 +47,6 @@ static bool may_hold(const struct mapping *m, const char *exe)
 	return strstr(base, "python") || !strcmp(m->path, exe);
 }
 
-static bool seen_file(const struct mapping *seen, int n,
-		      const struct mapping *m)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (seen[i].ino == m->ino && seen[i].dev_major == m->dev_major &&
-		    seen[i].dev_minor == m->dev_minor)
-			return true;
-	return false;
-}
-
 /* The section of the file mapped at m: 0, -ENOENT, or -errno. */
 static int section_of(pid_t pid, const struct mapping *m,
 		      struct py_async_offsets *out, char *err, size_t errlen)
@@ -91,47 +79,85 @@ static int section_of(pid_t pid, const struct mapping *m,
 	return ret;
 }
 
+/* The search through a process's mappings for the section. */
+struct locate {
+	pid_t pid;
+	char exe[PATH_MAX];
+	struct {
+		__u64 ino;
+		unsigned int major, minor;
+	} seen[MAX_FILES];		/* the files looked into */
+	int n;
+	int ret;			/* -ENOENT until one answers */
+	struct py_async_offsets *out;
+	char *err;
+	size_t errlen;
+};
+
+static bool seen_file(const struct locate *l, const struct mapping *m)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->seen[i].ino == m->ino &&
+		    l->seen[i].major == m->dev_major &&
+		    l->seen[i].minor == m->dev_minor)
+			return true;
+	return false;
+}
+
+/* One mapping: 0 to go on, 1 when its file answered (l->ret). */
+static int try_mapping(void *ctx, const struct mapping *m)
+{
+	struct locate *l = ctx;
+	int r;
+
+	if (!may_hold(m, l->exe) || seen_file(l, m))
+		return 0;
+	if (l->n == MAX_FILES)
+		return 1;
+	l->seen[l->n].ino = m->ino;
+	l->seen[l->n].major = m->dev_major;
+	l->seen[l->n++].minor = m->dev_minor;
+	r = section_of(l->pid, m, l->out, l->err, l->errlen);
+	/* a file we may not open, or one gone, is not the answer */
+	if (r == -ENOENT || r == -EACCES || r == -EPERM || r == -ESTALE)
+		return 0;
+	l->ret = r;
+	return 1;
+}
+
 int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 		       size_t errlen)
 {
-	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
-	struct mapping *seen, m;
-	int n = 0, ret = -ENOENT, r;
+	struct locate *l;
+	char path[64];
 	ssize_t len;
-	FILE *f;
+	int ret;
 
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->pid = pid;
+	l->ret = -ENOENT;
+	l->out = out;
+	l->err = err;
+	l->errlen = errlen;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	len = readlink(path, exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f) {
-		ret = -errno;
+	len = readlink(path, l->exe, sizeof(l->exe) - 1);
+	l->exe[len > 0 ? len : 0] = 0;
+	ret = process__each_mapping(pid, try_mapping, l);
+	if (ret < 0) {
 		errmsg__set(err, errlen, "cannot read /proc/%d/maps: %s", pid,
 			    strerror(-ret));
-		return ret;
+	} else {
+		ret = l->ret;
+		if (ret == -ENOENT)
+			errmsg__set(err, errlen,
+				    "process %d has not imported asyncio: no %s section is mapped",
+				    pid, OFFSETS_ASYNC_SECTION);
 	}
-	seen = calloc(MAX_FILES, sizeof(*seen));
-	if (!seen) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	while (ret == -ENOENT && n < MAX_FILES && fgets(line, sizeof(line), f)) {
-		if (process__parse_mapping(line, &m) || !may_hold(&m, exe) ||
-		    seen_file(seen, n, &m))
-			continue;
-		seen[n++] = m;
-		r = section_of(pid, &m, out, err, errlen);
-		if (r != -ENOENT && r != -EACCES && r != -EPERM &&
-		    r != -ESTALE)
-			ret = r;
-	}
-	fclose(f);
-	free(seen);
-	if (ret == -ENOENT)
-		errmsg__set(err, errlen,
-			    "process %d has not imported asyncio: no %s section is mapped",
-			    pid, OFFSETS_ASYNC_SECTION);
+	free(l);
 	return ret;
 }
 

@@ -118,28 +118,49 @@ int process__parse_mapping(char *line, struct mapping *m)
 	return 0;
 }
 
-/* The first mapping (lowest address) of the executable and of libpython. */
-static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
-		     struct mapping *lib_map)
+int process__each_mapping(pid_t pid,
+			  int (*fn)(void *ctx, const struct mapping *m),
+			  void *ctx)
 {
 	char path[64], line[PATH_MAX + 128];
 	struct mapping m;
+	int ret = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (process__parse_mapping(line, &m))
-			continue;
-		if (!exe_map->start && !strcmp(m.path, exe))
-			*exe_map = m;
-		else if (!lib_map->start && is_libpython(m.path))
-			*lib_map = m;
-	}
+	while (!ret && fgets(line, sizeof(line), f))
+		if (!process__parse_mapping(line, &m))
+			ret = fn(ctx, &m);
 	fclose(f);
+	return ret;
+}
+
+struct first_maps {
+	const char *exe;
+	struct mapping *exe_map, *lib_map;
+};
+
+static int first_map(void *ctx, const struct mapping *m)
+{
+	struct first_maps *fm = ctx;
+
+	if (!fm->exe_map->start && !strcmp(m->path, fm->exe))
+		*fm->exe_map = *m;
+	else if (!fm->lib_map->start && is_libpython(m->path))
+		*fm->lib_map = *m;
 	return 0;
+}
+
+/* The first mapping (lowest address) of the executable and of libpython. */
+static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
+		     struct mapping *lib_map)
+{
+	struct first_maps fm = { exe, exe_map, lib_map };
+
+	return process__each_mapping(pid, first_map, &fm);
 }
 
 /* openat2 with these resolve flags; O_NONBLOCK: a FIFO planted at the

@@ -80,6 +80,13 @@ int process__open_mapping(pid_t pid, const struct mapping *m,
 /* 0, or -EINVAL when line (which it cuts at its newline) maps no file. */
 int process__parse_mapping(char *line, struct mapping *m);
 
+/* Each file process pid maps, in address order, given to fn until it
+ * returns nonzero: that value, 0 after the last, or -errno when
+ * /proc/PID/maps cannot be read. */
+int process__each_mapping(pid_t pid,
+			  int (*fn)(void *ctx, const struct mapping *m),
+			  void *ctx);
+
 /* The id in the innermost pid namespace that a /proc status "NSpid:"
  * line gives (a task's ids are listed outermost first); 0 when none. */
 pid_t process__nspid(const char *line);
