@@ -160,7 +160,8 @@ $(OUTPUT)/pysight: $(USER_OBJS)
 
 # sanitizers on: these parse untrusted bytes.  -rdynamic: a test binary is
 # its own ELF fixture, and exports its symbols as an interpreter does.
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_SRCS) $(USER_HDRS) bpf/pysight.h \
+$(OUTPUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_SRCS) \
+		$(USER_HDRS) bpf/pysight.h \
 		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \

@@ -6,8 +6,6 @@ import re
 import shutil
 import subprocess
 
-import pytest
-
 from conftest import PYSIGHT, blocking_interpreters, run_pysight
 
 DEPTH = 300

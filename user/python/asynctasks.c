@@ -28,6 +28,11 @@
 
 #define MAX_FILES	256	/* mapped files looked into for the section */
 #define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
+/* a set's table entry: the key's hash, then the key (setentry) */
+#define SET_ENTRY_SIZE	16
+/* a coroutine object's head read at once, through its embedded frame
+ * (gi_iframe plus the frame's fixed part), with room to spare */
+#define CORO_HEAD_MAX	1280
 #define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
 
 /*
@@ -261,7 +266,7 @@ static bool is_coroutine(struct walk *w, __u64 obj)
 static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
 {
 	const struct py_gen_offsets *go = w->go;
-	unsigned char head[1024 + 256];
+	unsigned char head[CORO_HEAD_MAX];
 	__u64 type = 0, faddr;
 	size_t need = go->gen_iframe + go->frame_size;
 	struct stackread *sr = w->scratch;
@@ -352,7 +357,7 @@ static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
 		return;
 	}
 	for (i = 0; i <= mask && found < used; i++) {
-		if (remote__mem_read(&w->mem, table + 16 * i, entry,
+		if (remote__mem_read(&w->mem, table + SET_ENTRY_SIZE * i, entry,
 				     sizeof(entry))) {
 			t->awaiters_cut = true;
 			return;
