@@ -1267,10 +1267,10 @@ static int sweep_one(void *ctx, const struct thread_record *r)
  * (sweep__wait), and a tick waits, whatever the rate, until the budget
  * is paid back.  A process of thousands of threads, or of threads that
  * wake so often that their stacks are read at most ticks, is swept less
- * often, and the summary says so.  collector_opts.sweep_duty sets another share.  150:
- * ticks that report moves at most 0.67% of a CPU, ticks over every
- * thread 0.33%, so 1% in all (at 100, 1.5% was allowed, and 100 threads
- * each sleeping 50 ms in a loop took 1.00%).
+ * often, and the summary says so.  collector_opts.sweep_duty sets
+ * another share.  150: ticks that report moves at most 0.67% of a CPU,
+ * ticks over every thread 0.33%, so 1% in all (at 100, 1.5% was
+ * allowed, and 100 threads each sleeping 50 ms in a loop took 1.00%).
  */
 #define SWEEP_DUTY	150
 
