@@ -148,6 +148,8 @@ struct frame_ctx {
 	__u64 code_type;
 	__u64 tag_mask;
 	struct pysight_loop loop;	/* a frame passed earlier */
+	__u64 task_frame;	/* the running task's coroutine frame, or 0 */
+	__u32 task_at;		/* frames kept up to and with it, 0: not met */
 	__u32 n;
 	__u32 status;
 	__u32 cache_hits;

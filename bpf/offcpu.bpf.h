@@ -291,7 +291,7 @@ static __always_inline int same_stack(struct sample_buf *b,
 	      reusable(&t->alt);
 	if (!cur && !alt)
 		return -1;
-	walk_stack(b, proc, task, tgid, tstate, frame, true);
+	walk_stack(b, proc, task, tgid, tstate, frame, true, 0);
 	if (b->fc.status != ST_COMPLETE)
 		return -1;
 	if (cur && b->fc.raw == t->cur.raw)

@@ -119,6 +119,12 @@ struct py_offsets {
 	/* PyInterpreterState's sys.modules dict (user space only: thread
 	 * names are read from the threading module) */
 	__u16 interp_modules;
+	/* --asyncio, 3.14+, valid with PY_PROC_F_ASYNC: the thread state's
+	 * running task (from _asyncio's .AsyncioDebug), the task's
+	 * coroutine, and the coroutine's embedded frame */
+	__u16 tstate_running_task;
+	__u16 task_coro;
+	__u16 gen_iframe;
 };
 
 enum py_proc_state {
@@ -130,6 +136,9 @@ enum py_proc_state {
 /* Code objects' checks may be cached: a uprobe on the interpreter's
  * code dealloc drops each entry before its object is freed. */
 #define PY_PROC_F_CODE_CACHE	1
+/* --asyncio: off's tstate_running_task, task_coro and gen_iframe hold,
+ * and a sample says which of its frames are the running task's. */
+#define PY_PROC_F_ASYNC		2
 
 /* Value of the per-pid and per-binary maps. */
 struct py_proc {
@@ -243,8 +252,13 @@ struct sample_event {
 	__u16 nframes;
 	__u8 has_frames;	/* frames[] follow (first time this hash) */
 	__u8 kind;		/* enum sample_kind */
-	__u32 pad;
+	/* PY_PROC_F_ASYNC: the frames, leaf first, that are the running
+	 * asyncio task's (its coroutine's frame the last of them); 0 when
+	 * no task ran or its frame was not in the stack */
+	__u16 task_depth;
+	__u16 pad;
 	char comm[PYSIGHT_COMM_LEN];	/* thread name */
+	__u64 task;		/* that task (a Task object), 0: none */
 	/* when has_frames, nframes struct py_frame follow, leaf first */
 };
 

@@ -122,7 +122,7 @@ static long walk_frame(__u32 i, void *data)
 	struct sample_buf *b;
 	struct py_frame *f;
 	__u32 check = 0;
-	__u64 code, instr;
+	__u64 code, instr, addr;
 	__u8 *win;
 	__s32 lasti;
 	int err;
@@ -138,6 +138,7 @@ static long walk_frame(__u32 i, void *data)
 		c->status = ST_ERR_READ_FRAME;
 		return 1;
 	}
+	addr = c->frame;
 	code = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_code) & c->tag_mask;
 	instr = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_instr);
 	c->frame = WIN_U64(win, PYSIGHT_FRAME_WINDOW, c->f_prev);
@@ -189,6 +190,8 @@ static long walk_frame(__u32 i, void *data)
 	c->hash = mix64(c->hash ^ code);
 	c->hash = mix64(c->hash ^ ((__u64)(__u32)lasti << 32 | check));
 	c->n++;
+	if (addr == c->task_frame)
+		c->task_at = c->n;
 	return 0;
 }
 
@@ -294,7 +297,8 @@ static __always_inline void scratch_put(void)
 static __always_inline void walk_stack(struct sample_buf *b,
 				       const struct py_proc *proc,
 				       struct task_struct *task, __u32 tgid,
-				       __u64 tstate, __u64 frame, bool raw_only)
+				       __u64 tstate, __u64 frame, bool raw_only,
+				       __u64 task_frame)
 {
 	const struct py_offsets *off = &proc->off;
 	struct frame_ctx *c = &b->fc;
@@ -328,12 +332,32 @@ static __always_inline void walk_stack(struct sample_buf *b,
 	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->raw_only = raw_only;
+	c->task_frame = task_frame;
 	c->tgid = tgid;
 	read_bulk(off, tstate, frame, c, slot);
 	c->status = ST_COMPLETE;
 
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	bpf_loop(PYSIGHT_MAX_FRAMES + 1, walk_frame, &slot, 0);
+}
+
+/*
+ * --asyncio: the frame of the coroutine of the task the thread state says
+ * runs, or 0.  Its address alone: the walk compares frames with it, so a
+ * stale or hostile value can only fail to match.
+ */
+static __always_inline __u64 running_task_frame(const struct py_proc *proc,
+						__u64 tstate, __u64 *task)
+{
+	const struct py_offsets *off = &proc->off;
+	__u64 coro = 0;
+
+	*task = 0;
+	if (!(proc->flags & PY_PROC_F_ASYNC) ||
+	    read_u64(tstate + off->tstate_running_task, task) || !*task ||
+	    read_u64(*task + off->task_coro, &coro) || !coro)
+		return 0;
+	return coro + off->gen_iframe;
 }
 
 /*
@@ -347,11 +371,13 @@ static __always_inline void collect_stack(struct sample_buf *b,
 					  __u32 tgid, __u32 tid)
 {
 	struct frame_ctx *c = &b->fc;
-	__u64 tstate = 0, frame = 0;
+	__u64 tstate = 0, frame = 0, atask = 0, tframe;
 	int err;
 
 	b->ev.nframes = 0;
 	b->ev.stack_hash = 0;
+	b->ev.task = 0;
+	b->ev.task_depth = 0;
 
 	err = find_tstate(b, proc, task, tid, &tstate);
 	b->tstate = tstate;
@@ -361,8 +387,13 @@ static __always_inline void collect_stack(struct sample_buf *b,
 		b->ev.status = -err;
 		return;
 	}
-	walk_stack(b, proc, task, tgid, tstate, frame, false);
+	tframe = running_task_frame(proc, tstate, &atask);
+	walk_stack(b, proc, task, tgid, tstate, frame, false, tframe);
 
+	if (c->task_at) {
+		b->ev.task = atask;
+		b->ev.task_depth = c->task_at;
+	}
 	if (c->cache_hits)
 		count_n(CNT_CODE_CACHE_HIT, c->cache_hits);
 	b->ev.status = c->status;

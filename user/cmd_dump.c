@@ -93,7 +93,7 @@ struct dtasks {
 	pid_t pid;
 	int minor;
 	char comm[PYSIGHT_COMM_LEN + 1];
-	struct py_async_offsets ao;
+	struct async_layout al;
 	struct async_tasks t;
 };
 
@@ -672,7 +672,8 @@ static int locate_tasks(struct collector *c, struct dump_opts *o,
 			       o->pids[i], pp->minor, ASYNC_FIRST_MINOR);
 			return 1;
 		}
-		if (asynctasks__locate(o->pids[i], &dt->ao, err, sizeof(err))) {
+		if (asynctasks__open(o->pids[i], &pp->proc, pp->minor, &dt->al,
+				     err, sizeof(err))) {
 			pr_err("%s", err);
 			return 1;
 		}
@@ -688,20 +689,18 @@ static int locate_tasks(struct collector *c, struct dump_opts *o,
 static int read_tasks(struct collector *c, struct dump *d)
 {
 	const struct pyproc *pp;
-	char err[512];
 	int i, ret;
 
 	for (i = 0; i < d->ntasks; i++) {
 		struct dtasks *dt = &d->tasks[i];
 
 		pp = collector__process(c, dt->pid);
-		ret = pp ? asynctasks__read(dt->pid, &pp->proc, pp->minor,
-					    &dt->ao, &dt->t, err, sizeof(err)) :
-			   -ESRCH;
+		ret = pp ? asynctasks__read(dt->pid, &pp->proc, &dt->al,
+					    &dt->t) : -ESRCH;
 		if (ret) {
 			pr_err("failed to read the tasks of process %d: %s",
 			       dt->pid, ret == -ESRCH ? "it exited" :
-			       ret == -ENOMEM ? strerror(ENOMEM) : err);
+			       strerror(-ret));
 			return 1;
 		}
 	}

@@ -255,6 +255,11 @@ static void summary(struct record *r, double secs)
 		 st.stale_symbols, st.name_reads);
 	if (log__on(LOG_DEBUG))
 		session__print_held(&st);
+	if (r->s.o.asyncio)
+		pr_info("  asyncio: %" PRIu64 " samples shown as their running "
+			"task's stack, %" PRIu64 " of them with the tasks "
+			"awaiting it cut short ([partial tasks])",
+			st.task_samples, st.task_cut);
 	if (r->s.o.mode != MODE_CPU && st.sweeps) {
 		if (st.sweep_slowed)
 			pr_info("  the sweep slowed to stay under 1%% of a CPU: "

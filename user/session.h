@@ -38,6 +38,7 @@ struct session_opts {
 					 * false: --offcpu=trace */
 	uint64_t sweep_reread_ns;	/* collector_opts' */
 	unsigned int sweep_duty;	/* collector_opts' */
+	bool asyncio;			/* collector_opts' */
 };
 
 struct session {

@@ -28,8 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct async_task chain[4];
 	struct py_async_offsets ao;
-	struct async_tasks t;
+	struct async_layout l;
+	struct async_tasks t = { 0 };
+	bool cut;
 	struct py_proc proc;
 	char err[256];
 	int minor, i;
@@ -43,11 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	proc.runtime_addr = fuzz_le64(data + 1);
 	fuzz_types(&proc, data + 9);
 	fuzz_map_segments(data + HDR_LEN, size - HDR_LEN);
-	/* what it read: each task once, found where it is */
-	if (!asynctasks__read(1, &proc, minor, &ao, &t, err, sizeof(err))) {
-		for (i = 0; i < t.n; i++)
+	/* what it read: each task once, found where it is; and each
+	 * task's awaiters as --asyncio follows them from a sample */
+	if (!asynctasks__layout(1, &proc, minor, &ao, &l, err, sizeof(err)) &&
+	    !asynctasks__read(1, &proc, &l, &t)) {
+		for (i = 0; i < t.n; i++) {
 			if (asynctasks__find(&t, t.tasks[i].addr) != i)
 				__builtin_trap();
+			if (asynctasks__awaiters(1, &proc, &l, t.tasks[i].addr,
+						 chain, 4, &cut) > 4)
+				__builtin_trap();
+		}
 	}
 	asynctasks__free(&t);
 	fuzz_nsegs = 0;

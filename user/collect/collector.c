@@ -11,6 +11,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "asynctasks.h"
 #include "cgroup.h"
 #include "clock.h"
 #include "collector.h"
@@ -20,6 +21,7 @@
 #include "htab.h"
 #include "ksyms.h"
 #include "linetable.h"
+#include "log.h"
 #include "registry.h"
 #include "sampler.h"
 #include "stackread.h"
@@ -62,8 +64,23 @@ struct cproc {
 	struct provisional *provisional;
 	struct thread_ref *threads;
 	struct pynames names;
+	struct ctasks *tasks;	/* --asyncio, once the process is 3.14+ */
 	UT_hash_handle hh;
 };
+
+/* --asyncio: a process's tasks, from the time its layout is found. */
+struct ctasks {
+	struct async_layout l;
+	bool found;		/* BPF marks its samples' tasks */
+	bool never;		/* it cannot have any: said once */
+	uint64_t next_ns;	/* no look for the section before */
+	unsigned int wait;	/* ms between looks, doubling to a limit */
+};
+
+/* ms between looks for _asyncio's section: from the first, doubling */
+#define TASKS_WAIT_FIRST	100
+#define TASKS_WAIT_MAX		8000
+#define TASK_CHAIN_MAX	32	/* tasks awaiting tasks, shown at most */
 
 /*
  * A sample with a frame we could not name, held for the code object's
@@ -132,6 +149,8 @@ struct collector {
 	struct stackread *sweep_sr;
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
 	uint64_t sweep_reads_again;
+	struct async_task *chain;	/* --asyncio: TASK_CHAIN_MAX of them */
+	uint64_t task_samples, task_cut;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -207,6 +226,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 
 static void cproc_free(struct cproc *cp)
 {
+	free(cp->tasks);
 	htab64__free(&cp->refs);
 	htab64__free(&cp->tstates);
 	HASH_FREE_ALL(cp->provisional);
@@ -247,6 +267,7 @@ void collector__free(struct collector *c)
 	ksyms__free(c->ksyms);
 	sweep__free(c->sweep);
 	free(c->sweep_sr);
+	free(c->chain);
 	sampler__destroy(c->sampler);
 	registry__free(c->reg);
 	symcache__free(c->syms);
@@ -254,13 +275,23 @@ void collector__free(struct collector *c)
 	free(c);
 }
 
+static bool tasks_ready(struct collector *c, struct cproc *cp,
+			const struct pyproc *pp);
+static struct cproc *cproc_get(struct collector *c, pid_t pid);
+
 int collector__add_pid(struct collector *c, pid_t pid, char *err,
 		       size_t errlen)
 {
 	int ret = registry__add(c->reg, pid, err, errlen);
+	const struct pyproc *pp;
+	struct cproc *cp;
 
 	if (!ret && c->sampler)
 		ret = sampler__add_target(c->sampler, pid);
+	/* its tasks from its first sample, when it runs asyncio already */
+	if (!ret && c->o.asyncio && (pp = registry__get(c->reg, pid)) &&
+	    (cp = cproc_get(c, pid)))
+		tasks_ready(c, cp, pp);
 	return ret;
 }
 
@@ -908,6 +939,121 @@ static const struct pstack *with_kernel(struct collector *c,
 	return k->stack;
 }
 
+/*
+ * --asyncio: can the samples of this process name their running task?
+ * Its _asyncio module is looked for until found (it is mapped when the
+ * program imports asyncio): 0.1 s after a sample found it missing, then
+ * twice as long each time, up to 8 s; once found, BPF marks which frames of each sample are the
+ * task's from then on.
+ */
+static bool tasks_ready(struct collector *c, struct cproc *cp,
+			const struct pyproc *pp)
+{
+	struct ctasks *t = cp->tasks;
+	char err[256];
+	uint64_t now;
+	int ret;
+
+	if (t && (t->found || t->never))
+		return t->found && (pp->proc.flags & PY_PROC_F_ASYNC);
+	if (!t) {
+		t = cp->tasks = calloc(1, sizeof(*t));
+		if (!t)
+			return false;
+		if (pp->minor < ASYNC_FIRST_MINOR) {
+			t->never = true;
+			pr_warn("--asyncio: process %d (%s) runs Python 3.%d: its tasks need Python 3.%d or newer for now",
+				pp->pid, pp->comm, pp->minor, ASYNC_FIRST_MINOR);
+			return false;
+		}
+	}
+	now = clock__now_ns();
+	if (now < t->next_ns || !c->sampler)
+		return false;
+	ret = asynctasks__open(pp->pid, &pp->proc, pp->minor, &t->l, err,
+			       sizeof(err));
+	if (!ret)
+		ret = registry__set_async(c->reg, pp->pid, &t->l);
+	if (ret == -ENOENT || ret == -ENOMEM) {
+		t->wait = t->wait ? t->wait * 2 : TASKS_WAIT_FIRST;
+		if (t->wait > TASKS_WAIT_MAX)
+			t->wait = TASKS_WAIT_MAX;
+		t->next_ns = now + t->wait * 1000000ULL;
+		return false;
+	}
+	if (ret) {
+		t->never = true;
+		pr_warn("--asyncio: process %d (%s): %s", pp->pid, pp->comm,
+			ret == -ERANGE ? "its task offsets are out of range" :
+			ret == -ESRCH ? "it is gone" : err);
+		return false;
+	}
+	t->found = true;
+	pr_debug("--asyncio: pid %d's tasks are readable", pp->pid);
+	return false;	/* samples read before BPF knew carry no task */
+}
+
+/* "[task NAME]", the pseudo-frame a task's frames hang under. */
+static const struct pframe *task_frame(struct collector *c, const char *name)
+{
+	char buf[ASYNC_NAME_LEN + 8];
+
+	snprintf(buf, sizeof(buf), "[task %s]", name);
+	return profile__frame(c->prof, buf, NULL, 0, 0, PFRAME_PSEUDO);
+}
+
+/*
+ * The stack of a sample whose leaf depth frames of s are the running
+ * task's (task): the tasks awaiting it root first, each as "[task NAME]"
+ * and its coroutines, then the task's own frames.  The event loop's
+ * frames below the task are left out.  s itself when the task cannot be
+ * read; NULL on ENOMEM.
+ */
+static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
+				       const struct pyproc *pp,
+				       const struct pstack *s, __u64 task,
+				       unsigned int depth)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	const struct pstack *named;
+	unsigned int k = 0, j, max = PYSIGHT_MAX_FRAMES + 1;
+	bool cut;
+	int n, i;
+
+	if (!c->chain && !(c->chain = calloc(TASK_CHAIN_MAX, sizeof(*c->chain))))
+		return NULL;
+	n = asynctasks__awaiters(pp->pid, &pp->proc, &cp->tasks->l, task,
+				 c->chain, TASK_CHAIN_MAX, &cut);
+	if (n < 0)
+		return NULL;
+	if (!n)
+		return s;
+	c->task_samples++;
+	if (cut) {
+		c->task_cut++;
+		out[k++] = profile__frame(c->prof, "[partial tasks]", NULL, 0,
+					  0, PFRAME_PSEUDO);
+	}
+	for (i = n - 1; i >= 0 && k < max; i--) {
+		out[k++] = task_frame(c, c->chain[i].name);
+		if (!i) {
+			for (j = s->n - depth; j < s->n && k < max; j++)
+				out[k++] = s->frames[j];
+			break;
+		}
+		named = name_frames(c, pp, c->chain[i].status,
+				    c->chain[i].frames, c->chain[i].nframes);
+		if (!named)
+			return NULL;
+		for (j = 0; j < named->n && k < max; j++)
+			out[k++] = named->frames[j];
+	}
+	for (j = 0; j < k; j++)
+		if (!out[j])
+			return NULL;
+	return profile__stack(c->prof, out, k);
+}
+
 static int handle_sample(struct collector *c, const void *data, size_t size)
 {
 	const struct sample_event *ev = data;
@@ -961,6 +1107,11 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 		c->unknown_stacks++;
 		return 0;
 	}
+	if (c->o.asyncio && tasks_ready(c, cp, pp) && ev->task &&
+	    ev->task_depth && ev->task_depth <= stack->n &&
+	    ev->task_depth <= ev->nframes &&
+	    !(stack = task_stack(c, cp, pp, stack, ev->task, ev->task_depth)))
+		return -ENOMEM;
 	if (ev->kstack >= 0 && !(stack = with_kernel(c, stack, ev->kstack)))
 		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);
@@ -1067,6 +1218,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->sweep_slowed = c->sweep_slowed;
 	st->sweep_capped = sampler__sweep_capped(c->sampler);
 	st->sweep_max_ns = c->sweep_max_ns;
+	st->task_samples = c->task_samples;
+	st->task_cut = c->task_cut;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)

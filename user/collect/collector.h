@@ -34,6 +34,9 @@ struct collector_opts {
 	 * twice that): the sweep's share of a CPU is at most 1.5 / it;
 	 * 0: SWEEP_DUTY, 150 */
 	unsigned int sweep_duty;
+	/* --asyncio: a sample's running asyncio task (3.14+) and the tasks
+	 * awaiting it replace its event loop's frames */
+	bool asyncio;
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
 };
@@ -55,6 +58,9 @@ struct collector_stats {
 	 * under 1% of a CPU, and the longest tick (ns) */
 	uint64_t sweep_slowed, sweep_max_ns;
 	uint64_t sweep_capped;	/* threads left to the next tick: no room */
+	/* --asyncio: samples shown as their task's stack, and those whose
+	 * chain of awaiting tasks was cut short */
+	uint64_t task_samples, task_cut;
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <uthash.h>
 
+#include "asynctasks.h"
 #include "clock.h"
 #include "hashfree.h"
 #include "log.h"
@@ -389,6 +390,28 @@ void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc)
 	HASH_FIND_INT(r->map, &pid, e);
 	if (e)
 		forget(r, e);
+}
+
+int registry__set_async(struct registry *r, pid_t pid,
+			const struct async_layout *l)
+{
+	struct entry *e;
+	struct py_proc *p;
+
+	HASH_FIND_INT(r->map, &pid, e);
+	if (!e || e->p.state != PY_PROC_PYTHON)
+		return -ESRCH;
+	/* BPF keeps them in 16 bits; the section was checked, not bounded */
+	if (l->ao.tstate_running_task >= PY_OFF_NONE ||
+	    l->ao.task_coro >= PY_OFF_NONE || l->go.gen_iframe >= PY_OFF_NONE)
+		return -ERANGE;
+	p = &e->p.proc;
+	p->off.tstate_running_task = l->ao.tstate_running_task;
+	p->off.task_coro = l->ao.task_coro;
+	p->off.gen_iframe = l->go.gen_iframe;
+	p->flags |= PY_PROC_F_ASYNC;
+	publish(r, e);
+	return 0;
 }
 
 void registry__exit(struct registry *r, pid_t pid)

@@ -46,6 +46,12 @@ void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc);
  * interpreter binary, a fork) are read back from its map. */
 const struct pyproc *registry__get(struct registry *r, pid_t pid);
 void registry__exit(struct registry *r, pid_t pid);
+struct async_layout;
+/* --asyncio: from now on, BPF says which frames of each sample of pid
+ * are its running task's (l: where its tasks are).  0, -ESRCH (not a
+ * known Python process), -ERANGE (offsets BPF cannot hold). */
+int registry__set_async(struct registry *r, pid_t pid,
+			const struct async_layout *l);
 /* Inspect every process on the host now (off-CPU modes: a process that
  * never runs is never sampled, and so never found otherwise). */
 void registry__scan(struct registry *r);

@@ -549,25 +549,19 @@ int asynctasks__find(const struct async_tasks *t, __u64 addr)
 	return -1;
 }
 
-int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
-		     const struct py_async_offsets *ao, struct async_tasks *out,
-		     char *err, size_t errlen)
+int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
+		       const struct py_async_offsets *ao,
+		       struct async_layout *out, char *err, size_t errlen)
 {
-	struct py_gen_offsets go;
-	struct walk w = {
-		.pid = pid, .proc = proc, .ao = ao, .go = &go,
-		.mem = { .pid = pid }, .out = out,
-	};
 	unsigned char *dbg;
-	uint64_t interp;
 	int ret;
 
-	memset(out, 0, sizeof(*out));
 	if (minor < ASYNC_FIRST_MINOR) {
 		errmsg__set(err, errlen, "Python 3.%d has no %s", minor,
 			    OFFSETS_ASYNC_SECTION);
 		return -ENOTSUP;
 	}
+	out->ao = *ao;
 	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */
 	dbg = malloc(OFFSETS_DEBUG_MAX);
 	if (!dbg)
@@ -577,11 +571,37 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 		errmsg__set(err, errlen, "cannot read _PyRuntime: %s",
 			    strerror(-ret));
 	else
-		ret = offsets__gen_from_debug(dbg, OFFSETS_DEBUG_MAX, minor, &go,
-					      err, errlen);
+		ret = offsets__gen_from_debug(dbg, OFFSETS_DEBUG_MAX, minor,
+					      &out->go, err, errlen);
 	free(dbg);
-	if (ret)
-		return ret;
+	return ret;
+}
+
+int asynctasks__open(pid_t pid, const struct py_proc *proc, int minor,
+		     struct async_layout *out, char *err, size_t errlen)
+{
+	struct py_async_offsets ao;
+	int ret;
+
+	if (minor < ASYNC_FIRST_MINOR)
+		return asynctasks__layout(pid, proc, minor, NULL, out, err,
+					  errlen);
+	ret = asynctasks__locate(pid, &ao, err, errlen);
+	return ret ? ret : asynctasks__layout(pid, proc, minor, &ao, out, err,
+					       errlen);
+}
+
+int asynctasks__read(pid_t pid, const struct py_proc *proc,
+		     const struct async_layout *l, struct async_tasks *out)
+{
+	struct walk w = {
+		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go,
+		.mem = { .pid = pid }, .out = out,
+	};
+	uint64_t interp;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
 	w.scratch = malloc(sizeof(*w.scratch));
 	if (!w.scratch)
 		return -ENOMEM;
@@ -593,9 +613,49 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
 	    !remote__mem_read64(&w.mem, proc->runtime_addr +
 				proc->off.runtime_interpreters_head, &interp) &&
 	    interp)
-		walk_list(&w, interp + ao->interp_tasks_head, 0, 0);
+		walk_list(&w, interp + l->ao.interp_tasks_head, 0, 0);
 	free(w.scratch);
 	return w.err ? w.err : index_tasks(out);
+}
+
+int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
+			 const struct async_layout *l, __u64 addr,
+			 struct async_task *out, int max, bool *cut)
+{
+	struct async_tasks none = { 0 };
+	struct walk w = {
+		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go,
+		.mem = { .pid = pid }, .out = &none,
+	};
+	unsigned char tb[PY_TASK_SIZE_MAX];
+	size_t size = l->ao.task_size;
+	int n = 0, i;
+
+	*cut = false;
+	if (size > sizeof(tb))
+		return 0;
+	w.scratch = malloc(sizeof(*w.scratch));
+	if (!w.scratch)
+		return -ENOMEM;
+	while (addr) {
+		if (n == max) {
+			*cut = true;
+			break;
+		}
+		for (i = 0; i < n && out[i].addr != addr; i++)
+			;
+		if (i < n ||
+		    remote__mem_read(&w.mem, addr, tb, size) ||
+		    tb[l->ao.task_is_task] != 1) {
+			*cut = n > 0;
+			break;
+		}
+		read_task(&w, addr, tb, 0, n ? 0 : addr, &out[n]);
+		addr = out[n].nawaiters ? out[n].awaiters[0] : 0;
+		n++;
+	}
+	free(w.scratch);
+	return n;
 }
 
 void asynctasks__free(struct async_tasks *t)

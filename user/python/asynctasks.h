@@ -67,15 +67,44 @@ struct async_tasks {
 	char why[128];		/* the first cut */
 };
 
+/* What reading a process's tasks needs, found once: the section's
+ * layout, and the generator's from the interpreter's _Py_DebugOffsets. */
+struct async_layout {
+	struct py_async_offsets ao;
+	struct py_gen_offsets go;
+};
+
 /*
- * Every task of the main interpreter of process pid (a 3.14+ CPython
- * whose facts are proc), thread by thread in the interpreter's order,
- * each list in its order: 0, or -ENOTSUP (another minor), -EFAULT, with
- * why in err.  Free out with asynctasks__free, whatever it returned.
+ * The layout of process pid (a CPython 3.minor whose facts are proc) with
+ * the section ao: 0, or -ENOTSUP (before 3.14), -errno, with why in err.
  */
-int asynctasks__read(pid_t pid, const struct py_proc *proc, int minor,
-		     const struct py_async_offsets *ao, struct async_tasks *out,
-		     char *err, size_t errlen);
+int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
+		       const struct py_async_offsets *ao,
+		       struct async_layout *out, char *err, size_t errlen);
+/* asynctasks__locate(), then asynctasks__layout(): the same returns. */
+int asynctasks__open(pid_t pid, const struct py_proc *proc, int minor,
+		     struct async_layout *out, char *err, size_t errlen);
+
+/*
+ * Every task of the main interpreter of process pid, thread by thread in
+ * the interpreter's order, each list in its order: 0, or -ENOMEM.  What
+ * could not be read is cut, and out says so.  Free out with
+ * asynctasks__free, whatever it returned.
+ */
+int asynctasks__read(pid_t pid, const struct py_proc *proc,
+		     const struct async_layout *l, struct async_tasks *out);
+
+/*
+ * The task at addr (a running one: its thread's stack has its frames),
+ * then the task that awaits it, and the one that awaits that, to a task
+ * nobody awaits: at most max into out, out[0] the task.  Each is read as
+ * asynctasks__read reads it; the first of its awaiters is followed.  How
+ * many, 0 when addr is no task, or -ENOMEM.  *cut: the chain ends early
+ * (too long, a loop, an awaiter unreadable).
+ */
+int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
+			 const struct async_layout *l, __u64 addr,
+			 struct async_task *out, int max, bool *cut);
 void asynctasks__free(struct async_tasks *t);
 
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
