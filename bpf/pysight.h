@@ -197,8 +197,22 @@ enum sample_kind {
 	KIND_GIL,		/* [off-cpu: gil] */
 	KIND_RUNQUEUE,		/* [runqueue] */
 	KIND_OTHER,		/* [off-cpu: other] */
+	/*
+	 * --asyncio, user space only: a pending task's time, at its await
+	 * point.  A task's own wall time, not a thread's: tasks overlap, so
+	 * these never add into a thread's or a process's total.
+	 */
+	KIND_AWAIT_SLEEP,	/* [await: sleep] */
+	KIND_AWAIT_IO,		/* [await: io] */
+	KIND_AWAIT_LOCK,	/* [await: lock] */
+	KIND_AWAIT_TASK,	/* [await: task] */
+	KIND_AWAIT_EXECUTOR,	/* [await: executor] */
+	KIND_AWAIT_OTHER,	/* [await: other] */
+	KIND_AWAIT_BUSY,	/* [await: loop busy] */
 	KIND__MAX,
 };
+
+#define KIND_AWAIT_FIRST	KIND_AWAIT_SLEEP
 
 enum event_kind {
 	EV_SAMPLE = 1,

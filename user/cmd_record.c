@@ -141,6 +141,8 @@ static void print_breakdown(struct profile *p)
 	for (i = 0; pt && i < n; i++) {
 		pid_t pid = e[i]->thread ? e[i]->thread->pid : 0;
 
+		if (profile__kind_is_task(e[i]->kind))
+			continue;	/* tasks' own time: no share of this */
 		for (j = 0; j < np && pt[j].pid != pid; j++)
 			;
 		if (j == np) {
@@ -260,6 +262,18 @@ static void summary(struct record *r, double secs)
 			"task's stack, %" PRIu64 " of them with the tasks "
 			"awaiting it cut short ([partial tasks])",
 			st.task_samples, st.task_cut);
+	if (r->s.o.asyncio && st.task_ticks)
+		pr_info("  asyncio tasks: %" PRIu64 " reads of every process's "
+			"tasks, %.1f us each, %" PRIu64 " tasks read, %" PRIu64
+			" task samples (their own time, apart from the "
+			"threads')", st.task_ticks,
+			st.task_ns / 1e3 / st.task_ticks, st.task_reads,
+			st.task_adds);
+	if (r->s.o.asyncio && st.task_sampled)
+		pr_info("  asyncio tasks sampled: %" PRIu64 " reads met more "
+			"than %d tasks in a process and read a random share, "
+			"each weighing for those it stood for",
+			st.task_sampled, COLLECTOR_TASKS_PER_TICK);
 	if (r->s.o.mode != MODE_CPU && st.sweeps) {
 		if (st.sweep_slowed)
 			pr_info("  the sweep slowed to stay under 1%% of a CPU: "

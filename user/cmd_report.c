@@ -107,7 +107,8 @@ static void print_total(const struct profile *p, const struct tally *t)
 		printf("(%" PRIu64 " samples)\n", t->total);
 		return;
 	}
-	printf("(%.3f s of time:", t->total / 1e9);
+	printf("(%.3f s of %stime:", t->total / 1e9,
+	       t->tasks ? "asyncio tasks' " : "");
 	for (k = 0; k < KIND__MAX; k++)
 		if (t->by_kind[k])
 			printf(" %s %.1f%%", profile__kind_name(k),
@@ -141,6 +142,29 @@ static void print_table(const struct profile *p, const struct tally *t,
 		putchar('\n');
 	}
 	print_total(p, t);
+}
+
+/*
+ * asyncio tasks' own time (record --asyncio in wall mode), after the
+ * threads': a table of its own, since tasks overlap and their time is
+ * no share of the threads'.
+ */
+static int print_tasks(const struct profile *p, const struct report_opts *r)
+{
+	struct tally_opts o = r->tally;
+	struct tally t;
+	int ret;
+
+	o.tasks = true;
+	ret = tally__build(p, &o, &t);
+	if (ret || !t.total) {
+		tally__free(&t);
+		return ret;
+	}
+	printf("\nasyncio tasks, each over its own time (their await points; not part of the time above):\n");
+	print_table(p, &t, r->top);
+	tally__free(&t);
+	return 0;
 }
 
 int cmd_report(int argc, char **argv)
@@ -180,6 +204,7 @@ int cmd_report(int argc, char **argv)
 		else
 			print_table(shown, &t, r.top);
 		tally__free(&t);
+		ret = print_tasks(shown, &r);
 	}
 	if (shown != p)
 		profile__free(shown);

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import Profile, find_interp, run_pysight
+from conftest import Profile, Recorder, find_interp, run_pysight
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "asyncio_service.py")
@@ -20,32 +20,41 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("ainterp", interps, ids=[i.id for i in interps])
 
 
-def start_service(procs, staging, interp, seconds, clients):
-    """The server, its port once it listens, and its load: clients
-    connections from the host's Python."""
-    result = staging.result_file(interp)
-    server = procs.start(interp.argv(staging.script(interp, "asyncio_service.py"), "serve",
-                                     seconds, result))
+def start_load(interp, procs, result, alive, seconds, clients):
+    """Once the server listens (its port in RESULT.port), its load:
+    clients connections from the host's Python."""
     port_file = interp.host_path(result + ".port")
     deadline = time.monotonic() + 30
     while not os.path.exists(port_file):
-        assert server.poll() is None, "asyncio_service.py exited with %s" % server.returncode
+        assert alive(), "asyncio_service.py exited before it listened"
         assert time.monotonic() < deadline, "asyncio_service.py never listened"
         time.sleep(0.05)
     with open(port_file) as f:
-        port, tid = (int(x) for x in f.read().split())
-    load = procs.start([sys.executable, WORKLOAD, "load", str(port), str(seconds), str(clients)])
+        port = f.read().split()[0]
+    return procs.start([sys.executable, WORKLOAD, "load", port, str(seconds), str(clients)])
+
+
+def start_service(procs, staging, interp, seconds, clients):
+    """The server and its load."""
+    result = staging.result_file(interp)
+    server = procs.start(interp.argv(staging.script(interp, "asyncio_service.py"), "serve",
+                                     seconds, result))
+    load = start_load(interp, procs, result, lambda: server.poll() is None, seconds, clients)
     return server, result, load
+
+
+def record(procs, pid, out, seconds, *mode):
+    """`record --asyncio` of pid for seconds: the profile, and the run."""
+    run = run_pysight(procs, ["record", "--asyncio", *mode, "-p", pid, "-d", seconds,
+                              "-o", out], timeout=90)
+    assert run.returncode == 0, run.stderr
+    return Profile.load(out), run
 
 
 def test_cpu_task_stacks(ainterp, procs, staging, tmp_path):
     """cpu mode: `fast` burns the CPU, under its connection's task."""
     server, _, _ = start_service(procs, staging, ainterp, 8, 3)
-    out = tmp_path / "svc.folded"
-    run = run_pysight(procs, ["record", "--asyncio", "-p", server.pid, "-d", "4",
-                              "-o", out], timeout=60)
-    assert run.returncode == 0, run.stderr
-    prof = Profile.load(out)
+    prof, _ = record(procs, server.pid, tmp_path / "svc.folded", 4)
     burn = prof.containing("burn")
     assert burn.total > 0.5 * prof.total, prof.top()
     for frames, count in burn.stacks:
@@ -66,11 +75,7 @@ def test_cpu_nested_tasks(ainterp, procs, staging, tmp_path):
     result = staging.result_file(ainterp)
     proc = procs.start(ainterp.argv(script, 8, result))
     staging.wait_result(ainterp, result, proc)
-    out = tmp_path / "tree.folded"
-    run = run_pysight(procs, ["record", "--asyncio", "-p", proc.pid, "-d", "3", "-o", out],
-                      timeout=60)
-    assert run.returncode == 0, run.stderr
-    prof = Profile.load(out)
+    prof, _ = record(procs, proc.pid, tmp_path / "tree.folded", 3)
     burn = prof.containing("spin")
     assert burn.total > 0.8 * prof.total, prof.top()
     for frames, _ in burn.stacks:
@@ -79,3 +84,62 @@ def test_cpu_nested_tasks(ainterp, procs, staging, tmp_path):
         i = names.index("[task child-2]")
         assert names[i + 1] == "child" and names[i + 2] == "[task grandchild-2]", names
         assert names[i + 3:] == ["grandchild", "spin"], names
+
+
+def handler_shares(prof, handler):
+    """Of the time under a handler's frame: each cause's share (cpu for
+    on-CPU samples), in points."""
+    got, total = {}, 0
+    for frames, count in prof.stacks:
+        names = [f.name for f in frames]
+        if handler not in names:
+            continue
+        cause = next((n[len("[await: "):-1] for n in names if n.startswith("[await: ")), None)
+        off = next((n for n in names if n.startswith("[off-cpu") or n == "[runqueue]"), None)
+        key = cause or (off and "off") or "cpu"
+        got[key] = got.get(key, 0) + count
+        total += count
+    return {k: 100.0 * v / total for k, v in got.items()}, total
+
+
+def test_wall_task_causes(ainterp, procs, staging, tmp_path):
+    """wall mode: each handler's sleep, lock and CPU shares, from the task
+    samples at its await points and the CPU samples of its task, match
+    what the handler measured of itself within 5 points."""
+    server, result, load = start_service(procs, staging, ainterp, 7, 3)
+    prof, _ = record(procs, server.pid, tmp_path / "wall.folded", 4, "--mode", "wall")
+    truth = staging.wait_result(ainterp, result, server, timeout=30)["handlers"]
+    tasks = prof.select(lambda fr: fr[0].name == "[asyncio tasks]")
+    assert tasks.total > 0, prof.top()
+    for frames, _ in tasks.stacks:
+        names = [f.name for f in frames]
+        assert names[-1].startswith("[await: ") and names[1].startswith("[task "), names
+    want = {"db": ("sleep", "sleep"), "locked": ("lock", "lock"), "fast": ("cpu", "cpu")}
+    for handler, (key, truth_key) in want.items():
+        t = truth[handler]
+        shares, total = handler_shares(prof, handler)
+        expect = 100.0 * t[truth_key] / t["wall"]
+        assert total > 0 and abs(shares.get(key, 0.0) - expect) <= 5.0, \
+            (handler, shares, expect, t)
+    # a handler's stack is its connection task's: never the loop's frames
+    for frames, _ in prof.containing("db").stacks:
+        assert "BaseEventLoop._run_once" not in [f.name for f in frames], frames
+
+
+def test_wall_loop_busy(ainterp, procs, staging, tmp_path):
+    """A handler that blocks the loop: every other task's wait then is the
+    loop's, [await: loop busy], at least 80% of what the handler stalled.
+    The whole run is recorded, so the two cover the same time."""
+    result = staging.result_file(ainterp)
+    out = tmp_path / "busy.folded"
+    rec = Recorder(procs, ["--asyncio", "--mode", "wall", "-o", out, "--"] +
+                   ainterp.argv(staging.script(ainterp, "asyncio_service.py"), "serve", 5,
+                                result))
+    start_load(ainterp, procs, result, lambda: rec.proc.poll() is None, 5, -3)
+    assert rec.wait(60) == 0, rec.stderr
+    truth = staging.read_result(ainterp, result)["handlers"]
+    prof = Profile.load(out)
+    busy = sum(c for frames, c in prof.stacks if frames[-1].name == "[await: loop busy]")
+    stalled = truth["block"]["stalled"] * 1e6     # the folded file counts microseconds
+    assert stalled > 0 and 0.8 * stalled <= busy <= 1.25 * stalled, \
+        (busy, stalled, truth["block"], rec.stderr)

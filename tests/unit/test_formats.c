@@ -71,6 +71,18 @@ static struct profile *rich_profile(void)
 			    KIND_RUNQUEUE, 1, 1500000), "add");
 	CHECK(!profile__add(p, profile__stack(p, &f[5], 1), NULL, NULL,
 			    KIND_CPU, 1, 1000000), "add");
+	/* asyncio tasks' own time: a sample type and a root of its own */
+	f[0] = profile__frame(p, "[task main]", NULL, 0, 0, PFRAME_PSEUDO);
+	f[1] = profile__frame(p, "main", "/srv/app.py", 30, 28, PFRAME_PYTHON);
+	f[2] = profile__frame(p, "[task conn-7]", NULL, 0, 0, PFRAME_PSEUDO);
+	f[3] = profile__frame(p, "Server.handle", "/srv/app.py", 22, 20,
+			      PFRAME_PYTHON);
+	CHECK(!profile__add(p, profile__stack(p, f, 2), t1, cg,
+			    KIND_AWAIT_TASK, 2, 9000000), "add");
+	CHECK(!profile__add(p, profile__stack(p, f, 4), t1, cg,
+			    KIND_AWAIT_SLEEP, 3, 6000000), "add");
+	CHECK(!profile__add(p, profile__stack(p, f, 4), t1, cg,
+			    KIND_AWAIT_BUSY, 1, 3000000), "add");
 	return p;
 }
 
@@ -120,6 +132,42 @@ static void round_trip(const struct writer *w, struct profile *p,
 	free(a);
 	free(b);
 	profile__free(q);
+}
+
+/* Task time stays apart: out of the total, under its own root. */
+static void test_task_entries(void)
+{
+	struct profile *p = rich_profile(), *q = NULL;
+	char *text = folded_text(p), *line, *again, path[128], err[256];
+	int tasks = 0;
+	FILE *f;
+
+	CHECK(profile__total(p) == 62750000, "total %llu: tasks left out",
+	      (unsigned long long)profile__total(p));
+	CHECK(profile__total_kind(p, KIND_AWAIT_SLEEP) == 6000000, "by kind");
+	for (line = text; line && *line; line = strchr(line, '\n'),
+	     line = line ? line + 1 : NULL)
+		if (!strncmp(line, PROFILE_TASKS_ROOT ";", strlen(PROFILE_TASKS_ROOT) + 1))
+			tasks++;
+	CHECK(tasks == 3, "%d lines under " PROFILE_TASKS_ROOT ":\n%s", tasks,
+	      text);
+	CHECK(strstr(text, "[task conn-7];Server.handle (/srv/app.py:22);"
+		      "[await: loop busy] 3000\n") != NULL, "%s", text);
+	/* and read back from folded text, labels and roots and all */
+	snprintf(path, sizeof(path), "%s/tasks.folded", tmpdir);
+	f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0 && !fclose(f), "write %s", path);
+	CHECK(!reader__load(path, &q, err, sizeof(err)) && q, "read: %s", err);
+	if (q) {
+		again = folded_text(q);
+		CHECK(!strcmp(text, again), "folded round trip:\n%s---\n%s",
+		      text, again);
+		CHECK(profile__total(q) == profile__total(p), "total read");
+		free(again);
+		profile__free(q);
+	}
+	free(text);
+	profile__free(p);
 }
 
 /* The raw pprof message of a file we wrote. */
@@ -190,10 +238,20 @@ static void test_pprof_rules(void)
 	for (i = 0; i < pb->n_function; i++)
 		ok &= pb->function[i]->id == i + 1;
 	CHECK(ok && pb->n_mapping == 1, "ids run 1..N");
-	/* samples/count, cpu, wall, off_cpu; wall the default */
-	CHECK(pb->n_sample_type == 4, "%zu sample types", pb->n_sample_type);
+	/* samples/count, cpu, wall, off_cpu, task_wall; wall the default */
+	CHECK(pb->n_sample_type == 5, "%zu sample types", pb->n_sample_type);
 	CHECK(!strcmp(pb->string_table[pb->default_sample_type], "wall"),
 	      "default %s", pb->string_table[pb->default_sample_type]);
+	CHECK(pb->n_sample_type == 5 &&
+	      !strcmp(pb->string_table[pb->sample_type[4]->type],
+		      PROFILE_TASK_TYPE), "the tasks' type last");
+	/* a task's sample has its own type alone */
+	for (i = 0; pb->n_sample_type == 5 && i < pb->n_sample; i++) {
+		int64_t *v = pb->sample[i]->value;
+
+		ok = !v[4] || (!v[0] && !v[1] && !v[2] && !v[3]);
+		CHECK(ok, "sample %zu mixes task time with thread time", i);
+	}
 	/* one Function per code object: slow;score's at one line only */
 	for (i = 0; i < pb->n_function; i++)
 		if (!strcmp(pb->string_table[pb->function[i]->name], "slow;score"))
@@ -461,6 +519,7 @@ int main(void)
 	round_trip(&writer_pprof, p, "sampled.pb.gz");
 	round_trip(&writer_speedscope, p, "sampled.json");
 	profile__free(p);
+	test_task_entries();
 	test_pprof_rules();
 	test_pprof_huge_count();
 	test_bad_speedscope();

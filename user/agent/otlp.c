@@ -78,8 +78,12 @@ struct group {
 	char *key;			/* the resource's attributes, joined */
 	struct otlp_process proc;	/* of its first process */
 	pid_t pid;			/* its one pid, or 0 for several */
-	Sample **samples;
-	size_t n, cap;
+	/* [0] its threads' samples, [1] its asyncio tasks' own time (a
+	 * profile of its own: task time never adds into thread time) */
+	struct {
+		Sample **samples;
+		size_t n, cap;
+	} of[2];
 };
 
 struct enc {
@@ -410,10 +414,12 @@ static int add_sample(struct enc *e, const struct pentry *en)
 {
 	const struct pthread *t = en->thread;
 	struct group *g = group_of(e, en);
+	int task = profile__kind_is_task(en->kind);
 	Sample *s;
 	size_t n = 0;
 
-	if (!g || !room(e, (void **)&g->samples, &g->cap, g->n, sizeof(Sample *)))
+	if (!g || !room(e, (void **)&g->of[task].samples, &g->of[task].cap,
+			g->of[task].n, sizeof(Sample *)))
 		return e->err ?: -ENOMEM;
 	s = alloc(e, sizeof(*s));
 	if (!s)
@@ -432,11 +438,14 @@ static int add_sample(struct enc *e, const struct pentry *en)
 		s->attribute_indices[n++] = attr(e, "thread.id", NULL, t->tid);
 	if (t && t->name)
 		s->attribute_indices[n++] = attr(e, "thread.name", t->name, 0);
-	if (en->kind != KIND_CPU)
+	if (task)
+		s->attribute_indices[n++] = attr(e, "pysight.asyncio.await",
+						 profile__kind_name(en->kind), 0);
+	else if (en->kind != KIND_CPU)
 		s->attribute_indices[n++] = attr(e, "pysight.off_cpu.cause",
 						 profile__kind_name(en->kind), 0);
 	s->n_attribute_indices = n;
-	g->samples[g->n++] = s;
+	g->of[task].samples[g->of[task].n++] = s;
 	return e->err;
 }
 
@@ -519,7 +528,7 @@ static ValueType *value_type(struct enc *e, const char *type, const char *unit)
 	return v;
 }
 
-static Profile *profile_of(struct enc *e, struct group *g)
+static Profile *profile_of(struct enc *e, struct group *g, int task)
 {
 	static const char *const types[] = {
 		[MODE_CPU] = "samples", [MODE_WALL] = "wall", [MODE_OFF] = "off_cpu",
@@ -532,10 +541,10 @@ static Profile *profile_of(struct enc *e, struct group *g)
 	if (!p || !id)
 		return NULL;
 	opentelemetry__proto__profiles__v1development__profile__init(p);
-	p->sample_type = value_type(e, types[mode],
-				    mode == MODE_CPU ? "count" : "nanoseconds");
-	p->samples = g->samples;
-	p->n_samples = g->n;
+	p->sample_type = task ? value_type(e, PROFILE_TASK_TYPE, "nanoseconds") :
+		value_type(e, types[mode], mode == MODE_CPU ? "count" : "nanoseconds");
+	p->samples = g->of[task].samples;
+	p->n_samples = g->of[task].n;
 	p->time_unix_nano = o->start_ns;
 	p->duration_nano = o->end_ns > o->start_ns ? o->end_ns - o->start_ns : 0;
 	if (o->rate_hz) {
@@ -561,6 +570,7 @@ static ResProfiles *resource_profiles(struct enc *e, struct group *g)
 	ResProfiles *rp = alloc(e, sizeof(*rp));
 	ScopeProfiles *sp = alloc(e, sizeof(*sp));
 	Scope *sc = alloc(e, sizeof(*sc));
+	int task;
 
 	if (!rp || !sp || !sc)
 		return NULL;
@@ -570,13 +580,18 @@ static ResProfiles *resource_profiles(struct enc *e, struct group *g)
 	sc->name = "pysight";
 	sc->version = PYSIGHT_VERSION;
 	sp->scope = sc;
-	sp->profiles = alloc(e, sizeof(Profile *));
+	sp->profiles = alloc(e, 2 * sizeof(Profile *));
 	rp->scope_profiles = alloc(e, sizeof(ScopeProfiles *));
 	rp->resource = resource(e, g);
-	if (!sp->profiles || !rp->scope_profiles || !rp->resource ||
-	    !(sp->profiles[0] = profile_of(e, g)))
+	if (!sp->profiles || !rp->scope_profiles || !rp->resource)
 		return NULL;
-	sp->n_profiles = 1;
+	for (task = 0; task < 2; task++) {
+		if (task && !g->of[task].n)
+			break;
+		sp->profiles[sp->n_profiles] = profile_of(e, g, task);
+		if (!sp->profiles[sp->n_profiles++])
+			return NULL;
+	}
 	rp->scope_profiles[0] = sp;
 	rp->n_scope_profiles = 1;
 	return rp;
@@ -648,7 +663,8 @@ static void enc_free(struct enc *e)
 
 	HASH_ITER(hh, e->groups, g, tmp) {
 		HASH_DELETE(hh, e->groups, g);
-		free(g->samples);
+		free(g->of[0].samples);
+		free(g->of[1].samples);
 	}
 	HASH_CLEAR(hh, e->strs);
 	HASH_CLEAR(hh, e->attrs);

@@ -23,6 +23,7 @@
 #include "linetable.h"
 #include "log.h"
 #include "registry.h"
+#include "remote.h"
 #include "sampler.h"
 #include "stackread.h"
 #include "sweep.h"
@@ -68,6 +69,51 @@ struct cproc {
 	UT_hash_handle hh;
 };
 
+/* ms between looks for _asyncio's section: from the first, doubling */
+#define TASKS_WAIT_FIRST	100
+#define TASKS_WAIT_MAX		8000
+#define TASK_CHAIN_MAX	32	/* tasks awaiting tasks, shown at most */
+#define TASKS_LOOPS	16	/* loops (threads) a process's held test knows */
+/* tasks read in full per process and tick; of more, a random share is
+ * read, each weighing for those it stands for */
+#define TASKS_PER_TICK	COLLECTOR_TASKS_PER_TICK
+#define TASKS_MAX_GAP_NS	1000000000ULL	/* a read weighs this at most */
+#define TASKS_PROCS	1024	/* processes whose tasks a tick reads */
+
+/*
+ * A running task's stack above its own frames, as the last sample of it
+ * found it: the tasks awaiting it, and its [task NAME].  Good while the
+ * task's name and awaited_by read the same, for TASK_SEEN_NS: the tasks
+ * awaiting a running one are suspended, and their frames do not move.
+ */
+struct task_seen {
+	__u64 task, name, by;
+	uint64_t at_ns;
+	const struct pstack *above;	/* NULL: no task awaits it */
+	const struct pframe *frame;
+	bool cut;
+};
+
+#define TASK_SEEN	8
+#define TASK_SEEN_NS	(200 * 1000000ULL)
+
+/*
+ * A pending task as the last read met it: while it awaits the same
+ * future, awaited by the same, under the same name, its coroutines are
+ * suspended where they were, and its stack and cause are the same.
+ */
+struct task_known {
+	__u64 addr, waiter, by, name_obj;
+	const struct pstack *stack;	/* root first, its own frames last */
+	int kind;			/* KIND_AWAIT_*, while it waits */
+	uint64_t read;			/* the read that last met it */
+	UT_hash_handle hh;
+};
+
+/* reads a task may go unmet before it is forgotten: with a share read,
+ * most are met every few reads */
+#define TASK_KNOWN_READS	64
+
 /* --asyncio: a process's tasks, from the time its layout is found. */
 struct ctasks {
 	struct async_layout l;
@@ -75,12 +121,30 @@ struct ctasks {
 	bool never;		/* it cannot have any: said once */
 	uint64_t next_ns;	/* no look for the section before */
 	unsigned int wait;	/* ms between looks, doubling to a limit */
+	/* wall and off modes: the last read of its tasks (ns), how many it
+	 * met, and each loop's running task then, by thread key */
+	uint64_t last_ns;
+	int met;
+	struct {
+		__u64 key, task;
+	} running[TASKS_LOOPS];
+	int nrunning;
+	/* each loop's thread as the sweep's last record of it said: off
+	 * the CPU since (ktime ns), 0 on it */
+	struct {
+		__u64 key;
+		uint64_t off_since;
+		bool blocked;		/* off the CPU by its own call, not
+					 * preempted */
+		uint64_t busy;		/* this read: ns of dt the loop was held */
+		bool held;		/* held at the last read */
+	} loops[TASKS_LOOPS];
+	int nloops;
+	struct task_seen seen[TASK_SEEN];	/* by the task's address */
+	struct task_known *known;
+	uint64_t reads;			/* reads of every task so far */
 };
 
-/* ms between looks for _asyncio's section: from the first, doubling */
-#define TASKS_WAIT_FIRST	100
-#define TASKS_WAIT_MAX		8000
-#define TASK_CHAIN_MAX	32	/* tasks awaiting tasks, shown at most */
 
 /*
  * A sample with a frame we could not name, held for the code object's
@@ -151,6 +215,9 @@ struct collector {
 	uint64_t sweep_reads_again;
 	struct async_task *chain;	/* --asyncio: TASK_CHAIN_MAX of them */
 	uint64_t task_samples, task_cut;
+	/* wall and off modes: task reads, their time (ns), those that read
+	 * a share of the tasks, the tasks read, and task samples added */
+	uint64_t task_ticks, task_ns, task_sampled, task_reads, task_adds;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -226,6 +293,8 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 
 static void cproc_free(struct cproc *cp)
 {
+	if (cp->tasks)
+		HASH_FREE_ALL(cp->tasks->known);
 	free(cp->tasks);
 	htab64__free(&cp->refs);
 	htab64__free(&cp->tstates);
@@ -241,8 +310,13 @@ static void forget_found(struct collector *c)
 {
 	struct cproc *cp, *cpt;
 
-	HASH_ITER(hh, c->procs, cp, cpt)
+	HASH_ITER(hh, c->procs, cp, cpt) {
 		HASH_FREE_ALL(cp->threads);
+		if (cp->tasks) {
+			memset(cp->tasks->seen, 0, sizeof(cp->tasks->seen));
+			HASH_FREE_ALL(cp->tasks->known);
+		}
+	}
 	HASH_FREE_ALL(c->kstacks);
 	HASH_FREE_ALL(c->cgroups);
 }
@@ -1003,46 +1077,35 @@ static const struct pframe *task_frame(struct collector *c, const char *name)
 }
 
 /*
- * The stack of a sample whose leaf depth frames of s are the running
- * task's (task): the tasks awaiting it root first, each as "[task NAME]"
- * and its coroutines, then the task's own frames.  The event loop's
- * frames below the task are left out.  s itself when the task cannot be
- * read; NULL on ENOMEM.
+ * The stack of a chain of tasks, chain[0] the innermost, each awaited by
+ * the next: root first, each as "[task NAME]" and its coroutines, and
+ * chain[0]'s coroutines replaced by the last depth frames of s when s is
+ * set (a running task: its thread's stack has them, and what it calls).
+ * cut: the chain ended early.  NULL on ENOMEM.
  */
-static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
-				       const struct pyproc *pp,
-				       const struct pstack *s, __u64 task,
-				       unsigned int depth)
+static const struct pstack *chain_stack(struct collector *c,
+					const struct pyproc *pp,
+					const struct async_task *const *chain,
+					int n, bool cut, const struct pstack *s,
+					unsigned int depth)
 {
 	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
 	const struct pstack *named;
 	unsigned int k = 0, j, max = PYSIGHT_MAX_FRAMES + 1;
-	bool cut;
-	int n, i;
+	int i;
 
-	if (!c->chain && !(c->chain = calloc(TASK_CHAIN_MAX, sizeof(*c->chain))))
-		return NULL;
-	n = asynctasks__awaiters(pp->pid, &pp->proc, &cp->tasks->l, task,
-				 c->chain, TASK_CHAIN_MAX, &cut);
-	if (n < 0)
-		return NULL;
-	if (!n)
-		return s;
-	c->task_samples++;
-	if (cut) {
-		c->task_cut++;
+	if (cut)
 		out[k++] = profile__frame(c->prof, "[partial tasks]", NULL, 0,
 					  0, PFRAME_PSEUDO);
-	}
 	for (i = n - 1; i >= 0 && k < max; i--) {
-		out[k++] = task_frame(c, c->chain[i].name);
-		if (!i) {
+		out[k++] = task_frame(c, chain[i]->name);
+		if (!i && s) {
 			for (j = s->n - depth; j < s->n && k < max; j++)
 				out[k++] = s->frames[j];
 			break;
 		}
-		named = name_frames(c, pp, c->chain[i].status,
-				    c->chain[i].frames, c->chain[i].nframes);
+		named = name_frames(c, pp, chain[i]->status, chain[i]->frames,
+				    chain[i]->nframes);
 		if (!named)
 			return NULL;
 		for (j = 0; j < named->n && k < max; j++)
@@ -1052,6 +1115,423 @@ static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
 		if (!out[j])
 			return NULL;
 	return profile__stack(c->prof, out, k);
+}
+
+/* c->chain, TASK_CHAIN_MAX tasks read by asynctasks__awaiters; ENOMEM. */
+static int chain_buffer(struct collector *c)
+{
+	if (!c->chain)
+		c->chain = calloc(TASK_CHAIN_MAX, sizeof(*c->chain));
+	return c->chain ? 0 : -ENOMEM;
+}
+
+/* The task's name and awaited_by as it holds them now: 0, or -EFAULT. */
+static int task_heads(const struct pyproc *pp, const struct async_layout *l,
+		      __u64 task, __u64 *name, __u64 *by)
+{
+	__u64 lo = l->ao.task_name < l->ao.task_awaited_by ?
+		l->ao.task_name : l->ao.task_awaited_by;
+	__u64 hi = (l->ao.task_name ^ l->ao.task_awaited_by ^ lo) + 8;
+	unsigned char buf[256];
+	struct remote_mem mem = { .pid = pp->pid };
+
+	if (hi - lo > sizeof(buf) || remote__mem_read(&mem, task + lo, buf, hi - lo))
+		return -EFAULT;
+	*name = remote__u64(buf, hi - lo, l->ao.task_name - lo);
+	*by = remote__u64(buf, hi - lo, l->ao.task_awaited_by - lo);
+	return 0;
+}
+
+/* The stack above a running task's frames: read, or as last seen. */
+static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
+					  const struct pyproc *pp, __u64 task)
+{
+	const struct async_task *chain[TASK_CHAIN_MAX];
+	struct ctasks *ct = cp->tasks;
+	struct task_seen *ts = &ct->seen[(task >> 4) % TASK_SEEN];
+	uint64_t now = clock__now_ns();
+	__u64 name, by;
+	bool cut;
+	int n, i;
+
+	if (task_heads(pp, &ct->l, task, &name, &by))
+		return NULL;
+	if (ts->task == task && ts->name == name && ts->by == by &&
+	    now - ts->at_ns < TASK_SEEN_NS)
+		return ts;
+	if (chain_buffer(c))
+		return NULL;
+	n = asynctasks__awaiters(pp->pid, &pp->proc, &ct->l, task, c->chain,
+				 TASK_CHAIN_MAX, &cut);
+	if (n <= 0)
+		return NULL;
+	for (i = 0; i < n; i++)
+		chain[i] = &c->chain[i];
+	memset(ts, 0, sizeof(*ts));
+	ts->frame = task_frame(c, c->chain[0].name);
+	ts->above = n > 1 || cut ?
+		chain_stack(c, pp, chain + 1, n - 1, cut, NULL, 0) : NULL;
+	if (!ts->frame || ((n > 1 || cut) && !ts->above))
+		return NULL;
+	ts->task = task;
+	ts->name = name;
+	ts->by = by;
+	ts->at_ns = now;
+	ts->cut = cut;
+	return ts;
+}
+
+/*
+ * The stack of a sample whose leaf depth frames of s are the running
+ * task's (task): the tasks awaiting it, root first, then the task's own
+ * frames.  The event loop's frames below the task are left out.  s
+ * itself when the task cannot be read; NULL on ENOMEM.
+ */
+static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
+				       const struct pyproc *pp,
+				       const struct pstack *s, __u64 task,
+				       unsigned int depth)
+{
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	const struct task_seen *ts = task_above(c, cp, pp, task);
+	unsigned int k = 0, j, max = PYSIGHT_MAX_FRAMES + 1;
+
+	if (!ts)
+		return s;
+	c->task_samples++;
+	c->task_cut += ts->cut;
+	for (j = 0; ts->above && j < ts->above->n && k < max; j++)
+		out[k++] = ts->above->frames[j];
+	if (k < max)
+		out[k++] = ts->frame;
+	for (j = s->n - depth; j < s->n && k < max; j++)
+		out[k++] = s->frames[j];
+	return profile__stack(c->prof, out, k);
+}
+
+/* Each loop's running task now: (thread key, task) of at's running
+ * tasks, at most TASKS_LOOPS. */
+static int running_tasks(const struct async_tasks *at, __u64 (*out)[2])
+{
+	int i, n = 0;
+
+	for (i = 0; i < at->n && n < TASKS_LOOPS; i++)
+		if (at->tasks[i].state == ASYNC_RUNNING && at->tasks[i].thread_key) {
+			out[n][0] = at->tasks[i].thread_key;
+			out[n++][1] = at->tasks[i].addr;
+		}
+	return n;
+}
+
+/* The sweep's record of a thread: kept when it runs a loop.  A thread
+ * the sweep does not report has not moved since its last record. */
+static void loop_record(struct ctasks *ct, const struct thread_record *r)
+{
+	int i;
+
+	for (i = 0; i < ct->nloops; i++)
+		if (ct->loops[i].key == r->ns_tid) {
+			ct->loops[i].off_since = r->on_cpu ? 0 : r->off_since;
+			ct->loops[i].blocked = !r->on_cpu &&
+					       r->kind != KIND_RUNQUEUE;
+			return;
+		}
+}
+
+/* A loop's thread, remembered from now on (up to TASKS_LOOPS). */
+static void loop_add(struct ctasks *ct, __u64 key)
+{
+	int i;
+
+	for (i = 0; i < ct->nloops; i++)
+		if (ct->loops[i].key == key)
+			return;
+	if (ct->nloops < TASKS_LOOPS && key)
+		ct->loops[ct->nloops++].key = key;
+}
+
+/*
+ * How long, of the dt ns before now, each loop was held by one task:
+ * nothing else on it could run then, whatever it awaited.  A loop is
+ * held while a task runs on it and its thread is off the CPU by its own
+ * call (a blocking call in the task; preempted, it is not held), since
+ * the thread left the CPU.  A hold the last read saw that is over now
+ * kept the loop busy until its thread went idle again (the tasks the
+ * hold kept waiting ran first), or to now if it still runs.
+ */
+static void loops_busy(struct ctasks *ct, __u64 (*run)[2], int nrun,
+		       uint64_t now, uint64_t dt)
+{
+	uint64_t since, held;
+	int i, j;
+
+	for (j = 0; j < ct->nloops; j++) {
+		since = ct->loops[j].off_since;
+		held = 0;
+		for (i = 0; i < nrun && run[i][0] != ct->loops[j].key; i++)
+			;
+		if (i < nrun && ct->loops[j].blocked && since && since < now)
+			held = now - since < dt ? now - since : dt;
+		ct->loops[j].busy = held;
+		/* held then and now: the first hold, what it kept waiting,
+		 * then the next (a loop idle in between goes unseen) */
+		if (held && ct->loops[j].held)
+			ct->loops[j].busy = dt;
+		if (!held && ct->loops[j].held)
+			ct->loops[j].busy = !since ? dt :
+				since > now - dt && since < now ?
+				since - (now - dt) : 0;
+		ct->loops[j].held = held > 0;
+	}
+}
+
+/* What loops_busy() found for the loop of thread key. */
+static uint64_t loop_busy(const struct ctasks *ct, __u64 key)
+{
+	int j;
+
+	for (j = 0; j < ct->nloops; j++)
+		if (ct->loops[j].key == key)
+			return ct->loops[j].busy;
+	return 0;
+}
+
+/* The thread of a loop, by its key (its native id in the process's pid
+ * namespace); NULL when unknown. */
+static const struct pthread *loop_thread(struct collector *c, struct cproc *cp,
+					 const struct pyproc *pp, __u64 key)
+{
+	struct thread_ref *t, *tmp;
+
+	if (!key || key >= (1u << 30))
+		return NULL;
+	HASH_ITER(hh, cp->threads, t, tmp)
+		if (t->ns_tid == (pid_t)key)
+			return t->thread;
+	return pp->ns_pid ? NULL :
+		thread_of(c, cp, pp, (pid_t)key, (pid_t)key, pp->comm);
+}
+
+/* The known task at addr, as this read met it unchanged; NULL. */
+static struct task_known *known_now(const struct ctasks *ct, __u64 addr)
+{
+	struct task_known *k;
+
+	HASH_FIND(hh, ct->known, &addr, sizeof(addr), k);
+	return k && k->read == ct->reads ? k : NULL;
+}
+
+/* asynctasks__sample's same(): a task met as the last read left it. */
+static bool task_same(void *ctx, __u64 addr, __u64 waiter, __u64 by,
+		      __u64 name_obj)
+{
+	struct ctasks *ct = ctx;
+	struct task_known *k;
+
+	HASH_FIND(hh, ct->known, &addr, sizeof(addr), k);
+	if (!k || k->waiter != waiter || k->by != by || k->name_obj != name_obj)
+		return false;
+	k->read = ct->reads;
+	return true;
+}
+
+/* The cause of a pending task whose stack (its frames last) is s. */
+static int task_cause(const struct async_task *t, const struct pstack *s)
+{
+	const struct pframe *leaf = s->n ? s->frames[s->n - 1] : NULL;
+
+	return asynctasks__cause(t, leaf && leaf->kind == PFRAME_PYTHON ?
+				 leaf->name : NULL, leaf ? leaf->file : NULL);
+}
+
+/* Remember a waiting task's stack and cause for the reads to come. */
+static void task_remember(struct ctasks *ct, const struct async_task *t,
+			  const struct pstack *s)
+{
+	struct task_known *k;
+
+	HASH_FIND(hh, ct->known, &t->addr, sizeof(t->addr), k);
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return;
+		k->addr = t->addr;
+		HASH_ADD(hh, ct->known, addr, sizeof(k->addr), k);
+	}
+	k->waiter = t->waiter;
+	k->by = t->by;
+	k->name_obj = t->name_obj;
+	k->stack = s;
+	k->kind = task_cause(t, s);
+	k->read = ct->reads;
+}
+
+/*
+ * The stack of at's task i, root first: the stack of the task awaiting it
+ * (the first of them), then [task NAME] and its coroutines.  A task the
+ * read met unchanged has the stack it had; one awaited by a task the
+ * read did not keep has the rest read from the target.  depth bounds
+ * the tasks awaiting tasks.  NULL on ENOMEM, or for a task met unchanged
+ * whose stack was forgotten since (the next read has it).
+ */
+static const struct pstack *task_full_stack(struct collector *c,
+					    struct cproc *cp,
+					    const struct pyproc *pp,
+					    const struct async_tasks *at, int i,
+					    int depth)
+{
+	const struct async_task *t = &at->tasks[i], *chain[TASK_CHAIN_MAX];
+	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
+	const struct pstack *above = NULL, *own;
+	struct task_known *k = known_now(cp->tasks, t->addr);
+	unsigned int n = 0, j, max = PYSIGHT_MAX_FRAMES + 1;
+	bool cut = false;
+	int p, got;
+
+	if (k || t->known)
+		return k ? k->stack : NULL;
+	if (t->nawaiters && depth == TASK_CHAIN_MAX) {
+		cut = true;
+	} else if (t->nawaiters &&
+		   (p = asynctasks__find(at, t->awaiters[0])) >= 0) {
+		above = task_full_stack(c, cp, pp, at, p, depth + 1);
+		cut = !above;
+	} else if (t->nawaiters) {
+		if (chain_buffer(c))
+			return NULL;
+		got = asynctasks__awaiters(pp->pid, &pp->proc, &cp->tasks->l,
+					   t->awaiters[0], c->chain,
+					   TASK_CHAIN_MAX, &cut);
+		for (p = 0; p < got; p++)
+			chain[p] = &c->chain[p];
+		if (got > 0 && !(above = chain_stack(c, pp, chain, got, cut,
+						     NULL, 0)))
+			return NULL;
+		cut = got <= 0;	/* else chain_stack said so */
+	}
+	if (cut)
+		out[n++] = profile__frame(c->prof, "[partial tasks]", NULL, 0,
+					  0, PFRAME_PSEUDO);
+	chain[0] = t;
+	own = chain_stack(c, pp, chain, 1, false, NULL, 0);
+	if (!own || (cut && !out[0]))
+		return NULL;
+	for (j = 0; above && j < above->n && n < max; j++)
+		out[n++] = above->frames[j];
+	for (j = 0; j < own->n && n < max; j++)
+		out[n++] = own->frames[j];
+	own = profile__stack(c->prof, out, n);
+	if (own && t->state == ASYNC_WAITING)
+		task_remember(cp->tasks, t, own);
+	return own;
+}
+
+/* Forget the tasks no read met for TASK_KNOWN_READS reads. */
+static void tasks_forget(struct ctasks *ct)
+{
+	struct task_known *k, *tmp;
+
+	HASH_ITER(hh, ct->known, k, tmp)
+		if (ct->reads - k->read > TASK_KNOWN_READS) {
+			HASH_DEL(ct->known, k);
+			free(k);
+		}
+}
+
+/*
+ * wall and off modes, at each sweep tick: a process's pending tasks, each
+ * weighing the time since the last read (at most TASKS_MAX_GAP_NS) at its
+ * await point, as a task sample (KIND_AWAIT_*): its own time, apart from
+ * its thread's.  Of more than TASKS_PER_TICK tasks, a random share is
+ * read, each weighing for those it stands for.
+ */
+static int tasks_tick(struct collector *c, struct cproc *cp,
+		      const struct pyproc *pp, uint64_t now)
+{
+	struct ctasks *ct = cp->tasks;
+	double keep = ct->met > TASKS_PER_TICK ?
+		(double)TASKS_PER_TICK / ct->met : 1.0;
+	uint64_t dt = ct->last_ns ? now - ct->last_ns : 0, held;
+	__u64 running[TASKS_LOOPS][2];
+	const struct pthread *th;
+	const struct pstack *stack;
+	struct task_known *k;
+	struct async_tasks at;
+	int ret, i, nrun, kind;
+
+	ct->reads++;
+	ret = asynctasks__sample(pp->pid, &pp->proc, &ct->l, keep, &c->seed,
+				 task_same, ct, &at);
+	ct->last_ns = now;
+	c->task_ticks++;
+	c->task_sampled += keep < 1;
+	c->task_reads += at.n;
+	if (ret)
+		goto out;
+	ct->met = at.met;
+	if (dt > TASKS_MAX_GAP_NS)
+		dt = TASKS_MAX_GAP_NS;
+	nrun = running_tasks(&at, running);
+	for (i = 0; i < at.n; i++)
+		loop_add(ct, at.tasks[i].thread_key);
+	loops_busy(ct, running, nrun, now, dt);
+	for (i = 0; dt && i < at.n && !ret; i++) {
+		const struct async_task *t = &at.tasks[i];
+
+		if (t->state != ASYNC_WAITING && t->state != ASYNC_READY)
+			continue;
+		stack = task_full_stack(c, cp, pp, &at, i, 0);
+		if (!stack)
+			continue;
+		k = known_now(ct, t->addr);
+		kind = t->state == ASYNC_READY ? KIND_AWAIT_BUSY :
+			k ? k->kind : task_cause(t, stack);
+		held = kind == KIND_AWAIT_BUSY ? dt :
+			loop_busy(ct, t->thread_key);
+		th = loop_thread(c, cp, pp, t->thread_key);
+		if (held)
+			ret = profile__add(c->prof, stack, th, NULL,
+					   KIND_AWAIT_BUSY, 1,
+					   (uint64_t)(held / keep));
+		if (!ret && held < dt)
+			ret = profile__add(c->prof, stack, th, NULL, kind, 1,
+					   (uint64_t)((dt - held) / keep));
+		c->task_adds++;
+	}
+	ct->nrunning = nrun;
+	for (i = 0; i < nrun; i++) {
+		ct->running[i].key = running[i][0];
+		ct->running[i].task = running[i][1];
+	}
+	tasks_forget(ct);
+out:
+	asynctasks__free(&at);
+	return ret;
+}
+
+/* Every Python process's tasks, once its _asyncio is found: a process
+ * that never runs is never sampled, so it is looked for here too. */
+static int tasks_sweep(struct collector *c)
+{
+	uint64_t t0 = clock__now_ns();
+	pid_t pids[TASKS_PROCS];
+	const struct pyproc *pp;
+	struct cproc *cp;
+	unsigned int n, i;
+	int ret = 0;
+
+	n = registry__pythons(c->reg, pids, TASKS_PROCS);
+	for (i = 0; i < n && i < TASKS_PROCS && !ret; i++) {
+		pp = registry__get(c->reg, pids[i]);
+		cp = pp ? cproc_get(c, pids[i]) : NULL;
+		if (!cp)
+			continue;
+		tasks_ready(c, cp, pp);
+		if (cp->tasks && cp->tasks->found)
+			ret = tasks_tick(c, cp, pp, t0);
+	}
+	c->task_ns += clock__now_ns() - t0;
+	return ret;
 }
 
 static int handle_sample(struct collector *c, const void *data, size_t size)
@@ -1220,6 +1700,11 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->sweep_max_ns = c->sweep_max_ns;
 	st->task_samples = c->task_samples;
 	st->task_cut = c->task_cut;
+	st->task_ticks = c->task_ticks;
+	st->task_ns = c->task_ns;
+	st->task_sampled = c->task_sampled;
+	st->task_reads = c->task_reads;
+	st->task_adds = c->task_adds;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1383,6 +1868,8 @@ static int sweep_one(void *ctx, const struct thread_record *r)
 	x.cp = x.pp ? cproc_get(c, r->tgid) : NULL;
 	if (!x.cp)
 		return 0;
+	if (x.cp->tasks)
+		loop_record(x.cp->tasks, r);
 	t = sweep__thread(c->sweep, r);
 	if (!t)
 		return -ENOMEM;
@@ -1468,6 +1955,8 @@ static int sweep_tick(struct collector *c, bool all)
 	/* threads the ring had no room for were not met, but are there */
 	if (all && sampler__sweep_capped(c->sampler) == capped)
 		sweep__end(c->sweep);
+	if (ret >= 0 && c->o.asyncio)
+		ret = tasks_sweep(c);
 	took = clock__now_ns() - t0;
 	c->sweeps++;
 	c->sweep_ns += took;

@@ -19,6 +19,10 @@
 #include "sampler.h"
 #include "threadnames.h"
 
+/* --asyncio, wall and off modes: tasks read in full per process and
+ * sweep tick; of more, a random share is read */
+#define COLLECTOR_TASKS_PER_TICK	500
+
 struct collector_opts {
 	unsigned int rate_hz;
 	int mode;		/* enum profile_mode */
@@ -61,6 +65,9 @@ struct collector_stats {
 	/* --asyncio: samples shown as their task's stack, and those whose
 	 * chain of awaiting tasks was cut short */
 	uint64_t task_samples, task_cut;
+	/* wall and off modes: reads of every task (ticks), their time (ns),
+	 * those that read a random share, tasks read, task samples added */
+	uint64_t task_ticks, task_ns, task_sampled, task_reads, task_adds;
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

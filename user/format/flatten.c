@@ -123,6 +123,9 @@ static const char *text_at(struct flatten *fl, const struct line *l, int i,
 	*frame = NULL;
 	*role = FLAT_ROOT;
 	if (i < l->nroots) {
+		/* a task's time is its own: apart from every thread's */
+		if (profile__kind_is_task(l->e->kind) && !i--)
+			return PROFILE_TASKS_ROOT;
 		for (g = 0; g < fl->o->ngroups; g++) {
 			t = root_text(fl, fl->o->groups[g], l->e, &err);
 			if (t && !i--)
@@ -157,6 +160,7 @@ static int setup_line(struct flatten *fl, struct line *l,
 
 	memset(l, 0, sizeof(*l));
 	l->e = e;
+	l->nroots = profile__kind_is_task(e->kind);
 	for (g = 0; g < fl->o->ngroups; g++)
 		if (root_text(fl, fl->o->groups[g], e, &err))
 			l->nroots++;

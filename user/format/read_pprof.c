@@ -28,6 +28,7 @@ struct pprof_in {
 	Function **funcs;		/* by id, for bsearch */
 	Location **locs;
 	int weight_at, count_at;	/* value indexes; count_at may be -1 */
+	int task_at;		/* PROFILE_TASK_TYPE's, or -1 */
 	struct stack_build *b;
 	char *err;
 	size_t errlen;
@@ -196,6 +197,7 @@ static int choose_values(struct pprof_in *in, enum profile_unit *unit,
 	if (!pb->n_sample_type)
 		return fail(in, "no sample types");
 	in->count_at = samples;
+	in->task_at = find_type(pb, PROFILE_TASK_TYPE, "nanoseconds");
 	*unit = UNIT_NANOSECONDS;
 	if (wall >= 0) {
 		in->weight_at = wall;
@@ -292,6 +294,11 @@ static int read_sample(struct pprof_in *in, const Sample *s, size_t si)
 	weight = s->value[in->weight_at];
 	if (in->count_at >= 0)
 		count = s->value[in->count_at];
+	/* a task's time: its own type alone (its cause frame says so) */
+	if (!weight && in->task_at >= 0 && in->task_at != in->weight_at) {
+		weight = s->value[in->task_at];
+		count = 1;
+	}
 	if (weight < 0 || count < 0)
 		return fail(in, "sample %zu: negative value", si);
 	if (!weight)

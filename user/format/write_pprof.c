@@ -47,7 +47,7 @@ struct pprof_out {
 	uint64_t loc_of_kind[KIND__MAX];
 	size_t cap_strs, cap_funcs, cap_locs;
 	int nvalues;
-	int vi_cpu, vi_wall, vi_off;	/* value indexes, -1 when absent */
+	int vi_cpu, vi_wall, vi_off, vi_task;	/* value indexes, -1: absent */
 };
 
 static int grow(void **arr, size_t *cap, size_t n, size_t size)
@@ -221,6 +221,16 @@ static int add_type(struct pprof_out *o, Perftools__Profiles__ValueType *v,
 	return i;
 }
 
+static bool has_tasks(const struct profile *p)
+{
+	int k;
+
+	for (k = KIND_AWAIT_FIRST; k < KIND__MAX; k++)
+		if (profile__total_kind(p, k))
+			return true;
+	return false;
+}
+
 /* samples/count first, then the time types of the mode, the mode's own
  * the default one.  A sampled profile's cpu time is its samples times
  * the period, when the rate is known. */
@@ -231,9 +241,9 @@ static int sample_types(struct pprof_out *o, const struct profile *p,
 	Perftools__Profiles__ValueType *v;
 	int err = 0, deflt;
 
-	o->vi_cpu = o->vi_wall = o->vi_off = -1;
-	v = calloc(4, sizeof(*v));
-	o->pb.sample_type = calloc(4, sizeof(*o->pb.sample_type));
+	o->vi_cpu = o->vi_wall = o->vi_off = o->vi_task = -1;
+	v = calloc(5, sizeof(*v));
+	o->pb.sample_type = calloc(5, sizeof(*o->pb.sample_type));
 	if (!v || !o->pb.sample_type) {
 		free(v);
 		return -ENOMEM;
@@ -250,6 +260,9 @@ static int sample_types(struct pprof_out *o, const struct profile *p,
 		if (o->vi_wall < 0)
 			deflt = o->vi_off;
 	}
+	/* asyncio tasks' own time: a type of its own, never in the others */
+	if (time && has_tasks(p))
+		o->vi_task = add_type(o, v, PROFILE_TASK_TYPE, "nanoseconds", &err);
 	o->pb.n_sample_type = o->nvalues;
 	o->pb.default_sample_type = v[deflt].type;
 	if (err || o->vi_cpu < 0)
@@ -276,6 +289,11 @@ static void sample_values(const struct pprof_out *o, const struct profile *p,
 					    profile__period_ns(m->rate_hz),
 					    &val[o->vi_cpu])))
 			val[o->vi_cpu] = INT64_MAX;
+		return;
+	}
+	if (profile__kind_is_task(e->kind)) {
+		if (o->vi_task >= 0)
+			val[o->vi_task] = (int64_t)e->weight;
 		return;
 	}
 	val[0] = (int64_t)e->count;

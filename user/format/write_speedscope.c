@@ -95,7 +95,12 @@ static int by_thread(const void *pa, const void *pb)
 	unsigned int ib = b->thread ? b->thread->id + 1 : 0;
 	unsigned int ca = a->cgroup ? a->cgroup->num + 1 : 0;
 	unsigned int cb = b->cgroup ? b->cgroup->num + 1 : 0;
+	bool ta = profile__kind_is_task(a->kind);
+	bool tb = profile__kind_is_task(b->kind);
 
+	/* asyncio tasks' time after every thread's, in profiles of its own */
+	if (ta != tb)
+		return ta ? 1 : -1;
 	if (ka != kb)
 		return ka < kb ? -1 : 1;
 	if (ia != ib)
@@ -108,7 +113,8 @@ static int by_thread(const void *pa, const void *pb)
 
 static bool same_profile(const struct pentry *a, const struct pentry *b)
 {
-	return a->thread == b->thread && a->cgroup == b->cgroup;
+	return a->thread == b->thread && a->cgroup == b->cgroup &&
+	       profile__kind_is_task(a->kind) == profile__kind_is_task(b->kind);
 }
 
 /* One sampled profile of the entries [from, to). */
@@ -133,7 +139,16 @@ static json_object *thread_profile(struct ss_out *o, const struct profile *p,
 			goto fail;
 		total += e[i]->weight;
 	}
-	labels__thread_title(e[0]->thread, e[0]->cgroup, title, sizeof(title));
+	if (profile__kind_is_task(e[0]->kind)) {
+		size_t l = strlen(PROFILE_TASKS_ROOT) + 1;
+
+		snprintf(title, sizeof(title), "%s ", PROFILE_TASKS_ROOT);
+		labels__thread_title(e[0]->thread, e[0]->cgroup, title + l,
+				     sizeof(title) - l);
+	} else {
+		labels__thread_title(e[0]->thread, e[0]->cgroup, title,
+				     sizeof(title));
+	}
 	json_object_object_add(prof, "type", json_object_new_string("sampled"));
 	json_object_object_add(prof, "name", json_text(title));
 	json_object_object_add(prof, "unit", json_object_new_string(

@@ -232,6 +232,9 @@ int labels__parse(char *s, bool at_root, struct parsed_frame *f,
 	int k;
 
 	if (at_root) {
+		/* implied by the task's cause frame, which ends the line */
+		if (!strcmp(s, PROFILE_TASKS_ROOT))
+			return LABEL_ROOT;
 		if (!lab->tid && parse_thread(s, lab))
 			return LABEL_ROOT;
 		if (!lab->pid && parse_process(s, lab))
@@ -317,6 +320,10 @@ bool labels__parse_title(char *s, struct parsed_labels *lab)
 	char *sep;
 
 	memset(lab, 0, sizeof(*lab));
+	/* a profile of asyncio tasks (write_speedscope): the thread's */
+	if (!strncmp(s, PROFILE_TASKS_ROOT " ", strlen(PROFILE_TASKS_ROOT) + 1))
+		memmove(s, s + strlen(PROFILE_TASKS_ROOT) + 1,
+			strlen(s) - strlen(PROFILE_TASKS_ROOT));
 	parse_title_cgroup(s, lab);
 	/* names may hold " / " too: the split is where both halves end in ids */
 	for (sep = strstr(s, " / "); sep; sep = strstr(sep + 1, " / ")) {

@@ -351,7 +351,8 @@ int profile__add(struct profile *p, const struct pstack *stack,
 	}
 	e->count += count;
 	e->weight += weight;
-	p->total += weight;
+	if (!profile__kind_is_task(kind))
+		p->total += weight;
 	p->by_kind[kind] += weight;
 	return 0;
 }
@@ -466,6 +467,13 @@ static const char *const kind_names[KIND__MAX] = {
 	[KIND_GIL] = "gil",
 	[KIND_RUNQUEUE] = "runqueue",
 	[KIND_OTHER] = "other",
+	[KIND_AWAIT_SLEEP] = "await sleep",
+	[KIND_AWAIT_IO] = "await io",
+	[KIND_AWAIT_LOCK] = "await lock",
+	[KIND_AWAIT_TASK] = "await task",
+	[KIND_AWAIT_EXECUTOR] = "await executor",
+	[KIND_AWAIT_OTHER] = "await other",
+	[KIND_AWAIT_BUSY] = "loop busy",
 };
 
 static const char *const kind_frames[KIND__MAX] = {
@@ -475,11 +483,23 @@ static const char *const kind_frames[KIND__MAX] = {
 	[KIND_GIL] = "[off-cpu: gil]",
 	[KIND_RUNQUEUE] = "[runqueue]",
 	[KIND_OTHER] = "[off-cpu: other]",
+	[KIND_AWAIT_SLEEP] = "[await: sleep]",
+	[KIND_AWAIT_IO] = "[await: io]",
+	[KIND_AWAIT_LOCK] = "[await: lock]",
+	[KIND_AWAIT_TASK] = "[await: task]",
+	[KIND_AWAIT_EXECUTOR] = "[await: executor]",
+	[KIND_AWAIT_OTHER] = "[await: other]",
+	[KIND_AWAIT_BUSY] = "[await: loop busy]",
 };
 
 const char *profile__kind_name(int kind)
 {
 	return kind >= 0 && kind < KIND__MAX ? kind_names[kind] : "?";
+}
+
+bool profile__kind_is_task(int kind)
+{
+	return kind >= KIND_AWAIT_FIRST && kind < KIND__MAX;
 }
 
 const char *profile__kind_frame(int kind)

@@ -182,7 +182,8 @@ void profile__reset(struct profile *p);
 int profile__entries(const struct profile *p, const struct pentry ***out,
 		     size_t *n);
 
-uint64_t profile__total(const struct profile *p);	/* sum of weights */
+/* sum of weights, task entries' apart (profile__kind_is_task) */
+uint64_t profile__total(const struct profile *p);
 uint64_t profile__total_kind(const struct profile *p, int kind);
 unsigned int profile__nframes(const struct profile *p);
 unsigned int profile__nstacks(const struct profile *p);
@@ -200,6 +201,14 @@ int pentry__cause_at(const struct pentry *e);
  * "[off-cpu: sleep]", "[runqueue]"; NULL for KIND_CPU. */
 const char *profile__kind_name(int kind);
 const char *profile__kind_frame(int kind);
+/* Is it an asyncio task's kind (KIND_AWAIT_*): weight of a task's own
+ * wall time, which never adds into a thread's or the profile's total? */
+bool profile__kind_is_task(int kind);
+/* The root that task entries hang under in folded output and its SVG. */
+#define PROFILE_TASKS_ROOT	"[asyncio tasks]"
+/* The sample type of task time (nanoseconds) in pprof and OTLP: a task's
+ * sample has it alone, 0 in every other type. */
+#define PROFILE_TASK_TYPE	"task_wall"
 /* The kind a pseudo-frame's text names, or -1. */
 int profile__kind_of_frame(const char *text);
 const char *profile__mode_name(int mode);

@@ -157,6 +157,8 @@ static int add_entry(struct builder *b, const struct pentry *e, size_t idx)
 
 static bool wanted(const struct pentry *e, const struct tally_opts *o)
 {
+	if (profile__kind_is_task(e->kind) != o->tasks)
+		return false;
 	if (o->pid && (!e->thread || e->thread->pid != o->pid))
 		return false;
 	if (o->tid && (!e->thread || e->thread->tid != o->tid))
@@ -219,6 +221,7 @@ int tally__build(const struct profile *p, const struct tally_opts *o,
 	int err;
 
 	memset(t, 0, sizeof(*t));
+	t->tasks = o->tasks;
 	err = profile__entries(p, &entries, &n);
 	if (err)
 		return err;

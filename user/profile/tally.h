@@ -25,6 +25,9 @@ struct tally_opts {
 	const char *process;	/* only processes of this name, when set */
 	const char *thread;	/* only threads of this name, when set */
 	bool per_process;	/* a row per (frame, process), as top groups */
+	/* asyncio tasks' own time alone (profile__kind_is_task), else
+	 * everything but it: the two never add up */
+	bool tasks;
 };
 
 /* "line", "function", "file"; -EINVAL. */
@@ -45,6 +48,7 @@ struct tally {
 	size_t n;
 	uint64_t total;		/* of the entries kept */
 	uint64_t by_kind[KIND__MAX];
+	bool tasks;		/* tally_opts' */
 };
 
 int tally__build(const struct profile *p, const struct tally_opts *o,

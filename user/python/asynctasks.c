@@ -28,6 +28,7 @@
 
 #define MAX_FILES	256	/* mapped files looked into for the section */
 #define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
+#define ASYNC_MAX_MET	(1 << 20)	/* tasks met in one read, at most */
 /* a set's table entry: the key's hash, then the key (setentry) */
 #define SET_ENTRY_SIZE	16
 /* a coroutine object's head read at once, through its embedded frame
@@ -166,6 +167,48 @@ int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 	return ret;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = s ? strlen(s) : 0, m = strlen(tail);
+
+	return n >= m && !strcmp(s + n - m, tail);
+}
+
+/*
+ * What a pending task waits for, by where it waits: asyncio's own
+ * coroutines say it (asyncio.sleep, the locks and queues, to_thread, the
+ * streams and the loop's sock_* methods); a task awaited directly is a
+ * task; the rest is other.  A task with nothing to wait for waits for
+ * the loop.
+ */
+int asynctasks__cause(const struct async_task *t, const char *qualname,
+		      const char *file)
+{
+	static const char *const io_files[] = {
+		"asyncio/streams.py", "asyncio/selector_events.py",
+		"asyncio/proactor_events.py", "asyncio/sslproto.py",
+		"asyncio/base_events.py", "asyncio/unix_events.py",
+	};
+	size_t i;
+
+	if (t->state == ASYNC_READY)
+		return KIND_AWAIT_BUSY;
+	if (strstr(t->awaits, "Task"))
+		return KIND_AWAIT_TASK;
+	if (ends_with(file, "asyncio/tasks.py") && qualname &&
+	    !strcmp(qualname, "sleep"))
+		return KIND_AWAIT_SLEEP;
+	if (ends_with(file, "asyncio/locks.py") ||
+	    ends_with(file, "asyncio/queues.py"))
+		return KIND_AWAIT_LOCK;
+	if (ends_with(file, "asyncio/threads.py"))
+		return KIND_AWAIT_EXECUTOR;
+	for (i = 0; i < sizeof(io_files) / sizeof(io_files[0]); i++)
+		if (ends_with(file, io_files[i]))
+			return KIND_AWAIT_IO;
+	return KIND_AWAIT_OTHER;
+}
+
 const char *asynctasks__state_name(int state)
 {
 	switch (state) {
@@ -188,11 +231,16 @@ struct walk {
 	const struct py_proc *proc;
 	const struct py_async_offsets *ao;
 	const struct py_gen_offsets *go;
+	struct async_layout *l;
 	struct remote_mem mem;
 	struct stackread *scratch;	/* a task's chain, as read */
 	struct async_tasks *out;
 	int cap;
 	int err;			/* -ENOMEM stops everything */
+	double keep;			/* asynctasks__sample's */
+	unsigned int *seed;
+	async_same_fn same;
+	void *ctx;
 };
 
 static void cut(struct walk *w, const char *fmt, ...)
@@ -249,12 +297,42 @@ static __u64 awaited_of(struct walk *w, __u64 faddr,
 	return yf & w->proc->off.code_tag_mask;
 }
 
-static bool is_coroutine(struct walk *w, __u64 obj)
+/* The name of the type at type, remembered by its address: a type lives
+ * as long as its objects, and a task's are of a few types. */
+static bool type_name(struct walk *w, __u64 type, char *buf, size_t len)
 {
-	char type[16];
+	unsigned int i = (type >> 4) % ASYNC_TYPES;
+	char *name = w->l->types[i].name;
 
-	return pyobj__type_name(w->pid, obj, type, sizeof(type)) &&
-	       !strcmp(type, "coroutine");
+	if (!type)
+		return false;
+	if (w->l->types[i].type != type) {
+		w->l->types[i].type = 0;
+		if (!pyobj__type_name_of(w->pid, type, name,
+					 sizeof(w->l->types[i].name)))
+			return false;
+		w->l->types[i].type = type;
+	}
+	snprintf(buf, len, "%s", name);
+	return true;
+}
+
+/* The type name of the object at obj. */
+static bool obj_type_name(struct walk *w, __u64 obj, char *buf, size_t len)
+{
+	uint64_t type;
+
+	return !remote__mem_read64(&w->mem, obj + w->proc->off.object_type,
+				   &type) &&
+	       type_name(w, type, buf, len);
+}
+
+static bool is_coroutine(struct walk *w, __u64 type)
+{
+	char name[16];
+
+	return type_name(w, type, name, sizeof(name)) &&
+	       !strcmp(name, "coroutine");
 }
 
 /*
@@ -287,12 +365,14 @@ static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
 		}
 		/* a coroutine, not any awaitable create_task took (an
 		 * abc.Coroutine of Python's is no PyGenObject) */
-		if (!depth && !is_coroutine(w, coro))
-			break;
-		if (!depth)
+		if (!depth) {
 			type = remote__u64(head, need, w->proc->off.object_type);
-		else if (remote__u64(head, need, w->proc->off.object_type) != type)
+			if (!is_coroutine(w, type))
+				break;
+		} else if (remote__u64(head, need, w->proc->off.object_type) !=
+			   type) {
 			break;
+		}
 		state = (__s8)head[go->gen_frame_state];
 		if (state == go->state_cleared)
 			break;
@@ -347,7 +427,7 @@ static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
 	char type[16];
 	uint64_t i, found = 0;
 
-	if (!pyobj__type_name(w->pid, set, type, sizeof(type)) ||
+	if (!obj_type_name(w, set, type, sizeof(type)) ||
 	    strcmp(type, "set") ||
 	    remote__mem_read64(&w->mem, set + go->set_used, &used) ||
 	    remote__mem_read64(&w->mem, set + go->set_mask, &mask) ||
@@ -380,9 +460,11 @@ static void read_task(struct walk *w, __u64 addr, const unsigned char *tb,
 	memset(t, 0, sizeof(*t));
 	t->addr = addr;
 	t->thread_key = thread_key;
-	read_name(w, remote__u64(tb, n, ao->task_name), t->name,
-		  sizeof(t->name));
 	waiter = remote__u64(tb, n, ao->task_coro - 8);
+	by = remote__u64(tb, n, ao->task_awaited_by);
+	t->waiter = waiter;
+	t->by = by;
+	t->name_obj = remote__u64(tb, n, ao->task_name);
 	if (running && addr == running)
 		t->state = ASYNC_RUNNING;
 	else if (remote__u32(tb, n, ao->task_is_task - 4))
@@ -391,11 +473,16 @@ static void read_task(struct walk *w, __u64 addr, const unsigned char *tb,
 		t->state = ASYNC_WAITING;
 	else
 		t->state = ASYNC_READY;
+	if (w->same && t->state != ASYNC_RUNNING &&
+	    w->same(w->ctx, addr, waiter, by, t->name_obj)) {
+		t->known = true;
+		return;
+	}
+	read_name(w, t->name_obj, t->name, sizeof(t->name));
 	if (waiter && t->state == ASYNC_WAITING &&
-	    !pyobj__type_name(w->pid, waiter, t->awaits, sizeof(t->awaits)))
+	    !obj_type_name(w, waiter, t->awaits, sizeof(t->awaits)))
 		snprintf(t->awaits, sizeof(t->awaits), "[unknown]");
 	read_chain(w, remote__u64(tb, n, ao->task_coro), t);
-	by = remote__u64(tb, n, ao->task_awaited_by);
 	if (by && tb[ao->task_awaited_by_is_set])
 		read_awaiter_set(w, t, by);
 	else if (by)
@@ -459,10 +546,18 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 			cut(w, "a task list holds something not a task");
 			return;
 		}
-		t = new_task(w);
-		if (!t)
+		if (++w->out->met > ASYNC_MAX_MET) {
+			cut(w, "more than %d tasks", ASYNC_MAX_MET);
 			return;
-		read_task(w, node - ao->task_node, tb, thread_key, running, t);
+		}
+		if (w->keep >= 1 || node - ao->task_node == running ||
+		    rand_r(w->seed) < w->keep * ((double)RAND_MAX + 1)) {
+			t = new_task(w);
+			if (!t)
+				return;
+			read_task(w, node - ao->task_node, tb, thread_key,
+				  running, t);
+		}
 		prev = node;
 		node = remote__u64(tb, ao->task_size,
 				   ao->task_node + PY_LLIST_NEXT);
@@ -592,11 +687,20 @@ int asynctasks__open(pid_t pid, const struct py_proc *proc, int minor,
 }
 
 int asynctasks__read(pid_t pid, const struct py_proc *proc,
-		     const struct async_layout *l, struct async_tasks *out)
+		     struct async_layout *l, struct async_tasks *out)
+{
+	return asynctasks__sample(pid, proc, l, 1.0, NULL, NULL, NULL, out);
+}
+
+int asynctasks__sample(pid_t pid, const struct py_proc *proc,
+		       struct async_layout *l, double keep,
+		       unsigned int *seed, async_same_fn same, void *ctx,
+		       struct async_tasks *out)
 {
 	struct walk w = {
-		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go,
-		.mem = { .pid = pid }, .out = out,
+		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
+		.mem = { .pid = pid }, .out = out, .keep = seed ? keep : 1.0,
+		.seed = seed, .same = same, .ctx = ctx,
 	};
 	uint64_t interp;
 	int ret;
@@ -619,12 +723,12 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc,
 }
 
 int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
-			 const struct async_layout *l, __u64 addr,
+			 struct async_layout *l, __u64 addr,
 			 struct async_task *out, int max, bool *cut)
 {
 	struct async_tasks none = { 0 };
 	struct walk w = {
-		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go,
+		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
 		.mem = { .pid = pid }, .out = &none,
 	};
 	unsigned char tb[PY_TASK_SIZE_MAX];

@@ -51,6 +51,12 @@ struct async_task {
 	int nawaiters;
 	__u64 awaiters[ASYNC_MAX_AWAITERS];	/* tasks awaiting it */
 	bool awaiters_cut;		/* more, or some unreadable */
+	/* the task object's fields as read: what it awaits (fut_waiter), who
+	 * awaits it (task_awaited_by) and its name object */
+	__u64 waiter, by, name_obj;
+	/* the caller's same() said it knows the task as it is: name,
+	 * awaits, frames and awaiters were not read */
+	bool known;
 };
 
 /* A task's place in tasks, by its address. */
@@ -62,6 +68,7 @@ struct async_seen {
 struct async_tasks {
 	struct async_task *tasks;
 	int n;
+	int met;		/* tasks met in the lists, kept or not */
 	struct async_seen *index;	/* n of them, by address */
 	bool partial;		/* a list was cut: torn, looped or too long */
 	char why[128];		/* the first cut */
@@ -69,9 +76,17 @@ struct async_tasks {
 
 /* What reading a process's tasks needs, found once: the section's
  * layout, and the generator's from the interpreter's _Py_DebugOffsets. */
+#define ASYNC_TYPES	32	/* type names remembered */
+
 struct async_layout {
 	struct py_async_offsets ao;
 	struct py_gen_offsets go;
+	/* type names read, by the type's address: a task's coroutine and
+	 * what it awaits are of a few types, read again at every task */
+	struct {
+		__u64 type;
+		char name[48];
+	} types[ASYNC_TYPES];
 };
 
 /*
@@ -92,7 +107,28 @@ int asynctasks__open(pid_t pid, const struct py_proc *proc, int minor,
  * asynctasks__free, whatever it returned.
  */
 int asynctasks__read(pid_t pid, const struct py_proc *proc,
-		     const struct async_layout *l, struct async_tasks *out);
+		     struct async_layout *l, struct async_tasks *out);
+/*
+ * As asynctasks__read, but each task met is kept with probability keep
+ * (0 < keep <= 1; *seed, rand_r's state), its thread's running task
+ * always: a task read costs its name's and coroutines' reads, its
+ * meeting only the task's.  out->met says how many there were.  same,
+ * when set, is asked of each task kept with what its object holds (a
+ * task that awaits the same future, awaited by the same, with the same
+ * name, is where it was): true, and the task is marked known and not
+ * read further.
+ */
+typedef bool (*async_same_fn)(void *ctx, __u64 addr, __u64 waiter, __u64 by,
+			      __u64 name_obj);
+int asynctasks__sample(pid_t pid, const struct py_proc *proc,
+		       struct async_layout *l, double keep,
+		       unsigned int *seed, async_same_fn same, void *ctx,
+		       struct async_tasks *out);
+
+/* A pending task's cause (KIND_AWAIT_*), from its state, what it awaits,
+ * and its innermost coroutine's qualname and file (either may be NULL). */
+int asynctasks__cause(const struct async_task *t, const char *qualname,
+		      const char *file);
 
 /*
  * The task at addr (a running one: its thread's stack has its frames),
@@ -103,7 +139,7 @@ int asynctasks__read(pid_t pid, const struct py_proc *proc,
  * (too long, a loop, an awaiter unreadable).
  */
 int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
-			 const struct async_layout *l, __u64 addr,
+			 struct async_layout *l, __u64 addr,
 			 struct async_task *out, int max, bool *cut);
 void asynctasks__free(struct async_tasks *t);
 

@@ -106,11 +106,18 @@ static int read_type(pid_t pid, uint64_t obj, uint64_t *type, uint8_t *head)
 
 bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len)
 {
-	uint64_t type, name;
+	uint64_t type;
+
+	return !remote__read64(pid, obj + OB_TYPE, &type) &&
+	       pyobj__type_name_of(pid, type, buf, len);
+}
+
+bool pyobj__type_name_of(pid_t pid, uint64_t type, char *buf, size_t len)
+{
+	uint64_t name;
 	size_t i;
 
-	if (remote__read64(pid, obj + OB_TYPE, &type) ||
-	    remote__read64(pid, type + TP_NAME, &name))
+	if (remote__read64(pid, type + TP_NAME, &name))
 		return false;
 	memset(buf, 0, len);
 	/* the name may end near the end of a mapping: shorter reads too */

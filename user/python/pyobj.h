@@ -49,5 +49,7 @@ int pyobj__int(pid_t pid, const struct py_proc *proc, uint64_t obj,
 
 /* The name of the object's type (tp_name): printable ASCII, else false. */
 bool pyobj__type_name(pid_t pid, uint64_t obj, char *buf, size_t len);
+/* The same, of the type object at type. */
+bool pyobj__type_name_of(pid_t pid, uint64_t type, char *buf, size_t len);
 
 #endif /* __PYSIGHT_PYOBJ_H */
