@@ -3,12 +3,14 @@ the tasks awaiting it root first, in place of the event loop's frames.
 A real line server (asyncio_service.py) under load from another
 process."""
 import os
+import re
+import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import Profile, Recorder, find_interp, run_pysight
+from conftest import CpuShare, Profile, Recorder, find_interp, run_pysight
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "asyncio_service.py")
@@ -143,3 +145,68 @@ def test_wall_loop_busy(ainterp, procs, staging, tmp_path):
     stalled = truth["block"]["stalled"] * 1e6     # the folded file counts microseconds
     assert stalled > 0 and 0.8 * stalled <= busy <= 1.25 * stalled, \
         (busy, stalled, truth["block"], rec.stderr)
+
+
+def start_loops(procs, staging, interp, *args):
+    proc = procs.start(interp.argv(staging.script(interp, "asyncio_loops.py"), *args),
+                       stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    return proc
+
+
+# pysight's own CPU with 10,000 idle tasks at -r 100, as a share of one
+# core: 0.8-1.0% measured (docs/BENCHMARKS.md, "asyncio tasks"), with room
+# for a shared machine; the sweep's budgets hold it under about 1.5%
+MANY_TASKS_CPU = 0.03
+
+
+def test_wall_10000_idle_tasks(procs, staging, tmp_path):
+    """10,000 idle tasks: a random share is read each time, said in the
+    summary; each task still weighs about the recording's length, and
+    pysight's CPU stays under the figure in BENCHMARKS."""
+    interp = find_interp("3.14", "chroot")
+    if not interp:
+        pytest.skip("no Python 3.14 chroot")
+    proc = start_loops(procs, staging, interp, "many", 60, 10000)
+    out = tmp_path / "many.folded"
+    rec = Recorder(procs, ["--asyncio", "--mode", "wall", "-p", proc.pid, "-d", 6, "-o", out])
+    rec.wait_sampling()
+    with CpuShare(rec.proc.pid) as cpu:
+        time.sleep(5)
+    assert rec.wait(60) == 0, rec.stderr
+    assert "asyncio tasks sampled:" in rec.stderr, rec.stderr
+    prof = Profile.load(out)
+    idle = sum(c for frames, c in prof.stacks
+               if frames[0].name == "[asyncio tasks]" and frames[-1].name == "[await: sleep]"
+               and any(f.name == "idle" for f in frames))
+    # microseconds over 10,000 tasks: each about the 6 s recorded
+    per_task = idle / 1e6 / 10000
+    assert 6 * 0.75 <= per_task <= 6 * 1.25, (per_task, rec.stderr)
+    assert cpu.share <= MANY_TASKS_CPU, (cpu.share, rec.stderr)
+    # the tasks' reads have a budget of their own: the threads' sweep
+    # keeps its rate (it fell to 2 ticks a second when they shared one)
+    ticks = int(re.search(r"sampled sweep: (\d+) ticks", rec.stderr).group(1))
+    assert ticks >= 0.6 * 100 * 6, rec.stderr
+
+
+def test_two_loops(ainterp, procs, staging, tmp_path):
+    """Two loops in two threads: each task on its own thread, under its
+    own loop's tasks."""
+    proc = start_loops(procs, staging, ainterp, "two", 60)
+    prof, _ = record(procs, proc.pid, tmp_path / "two.folded", 2, "--mode", "wall",
+                     "--threads")
+    seen = set()
+    for frames, _ in prof.stacks:
+        names = [f.name for f in frames]
+        workers = [n for n in names if n.startswith("[task worker-")]
+        if names[0] != "[asyncio tasks]" or not workers:
+            continue
+        side = workers[0][len("[task worker-"):-1]
+        other = {"north": "south", "south": "north"}[side]
+        assert names[-4:] == [workers[0], "nap_" + side, "sleep", "[await: sleep]"], names
+        assert "[task main-%s]" % side in names and "[task main-%s]" % other not in names, names
+        # the folded label "thread TID (NAME)" reads as a frame named
+        # "thread TID" in file NAME
+        assert any(f.name.startswith("thread ") and f.file == side for f in frames), names
+        seen.add(side)
+    assert seen == {"north", "south"}, prof.top()

@@ -284,6 +284,47 @@ def cost_table(runs, workloads):
 
 
 # --------------------------------------------------------------------------
+# --asyncio: the cost of reading tasks
+
+
+ASYNC_CHROOT = "/var/cache/pysight/chroots/sid"   # python3.14 (make pythons)
+ASYNC_CONDS = [("wall", "pysight --mode wall", ["--mode", "wall"]),
+               ("asyncio", "pysight --mode wall --asyncio", ["--mode", "wall", "--asyncio"])]
+
+
+def asyncio_cost(ctx, secs, workloads, rate=100):
+    """One Python 3.14 process of N tasks, idle or moving (many_tasks.py,
+    in the sid chroot); pysight in wall mode with and without --asyncio
+    on it at `rate`: its CPU and its programs' time, bpf_stats on."""
+    if not os.path.exists(os.path.join(ASYNC_CHROOT, "usr/bin/python3.14")):
+        return {"error": "no Python 3.14 chroot in %s" % ASYNC_CHROOT}
+    guest = "/tmp/pysight-bench-many_tasks.py"
+    shutil.copy(ctx.wl("many_tasks.py"), os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
+    runs = []
+    try:
+        with common.BpfStats():
+            for mode, n in workloads:
+                life = len(ASYNC_CONDS) * (secs + 20) + 60
+                wl = common.start_ready(["chroot", ASYNC_CHROOT, "python3.14", guest, life, n,
+                                         mode], timeout=120)
+                try:
+                    for key, label, extra in ASYNC_CONDS:
+                        tag = ctx.tag("async-%s%d-%s" % (mode, n, key))
+                        r = _cost_window(ctx, "sweep", "pysight", extra, wl[0].pid, 1, rate,
+                                         secs, tag)
+                        r.update(cond=key, mode=mode, tasks=n, label=label)
+                        r.pop("progs", None)
+                        runs.append(r)
+                        log("asyncio cost %s %d tasks, %s: process %.2f%% + BPF %.2f%% of a core"
+                            % (mode, n, key, r["process_cpu_pct"] or -1, r["bpf_outside_pct"]))
+                finally:
+                    _kill([wl])
+    finally:
+        os.unlink(os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
+    return {"rate": rate, "seconds": secs, "runs": runs}
+
+
+# --------------------------------------------------------------------------
 # The agent in wall mode, host-wide
 
 
@@ -372,6 +413,9 @@ def section_wall(ctx):
         ("cost", lambda: wall_sampler_cost(ctx, 1 if q else 2, 1.5 if q else 2.5, workloads)),
         ("agent", lambda: wall_agent(ctx, ctx.args.procs, 8.0 if q else 15.0,
                                      12.0 if q else 30.0)),
+        ("asyncio", lambda: asyncio_cost(ctx, 1.5 if q else 4.0,
+                                         [("idle", 100), ("idle", 1000), ("idle", 10000),
+                                          ("moving", 100), ("moving", 1000)])),
     )
     res = {}
     for name, fn in parts:

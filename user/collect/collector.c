@@ -77,8 +77,12 @@ struct cproc {
 /* tasks read in full per process and tick; of more, a random share is
  * read, each weighing for those it stands for */
 #define TASKS_PER_TICK	COLLECTOR_TASKS_PER_TICK
-#define TASKS_MAX_GAP_NS	1000000000ULL	/* a read weighs this at most */
+#define TASKS_MAX_GAP_NS	60000000000ULL	/* a read weighs this at most */
 #define TASKS_PROCS	1024	/* processes whose tasks a tick reads */
+/* task reads take at most 1/TASKS_DUTY of a CPU, apart from the sweep's
+ * own (sweep__wait): with many tasks that move, they come less often
+ * than the sweep's ticks, each weighing the time since the last */
+#define TASKS_DUTY	200
 
 /*
  * A running task's stack above its own frames, as the last sample of it
@@ -218,6 +222,10 @@ struct collector {
 	/* wall and off modes: task reads, their time (ns), those that read
 	 * a share of the tasks, the tasks read, and task samples added */
 	uint64_t task_ticks, task_ns, task_sampled, task_reads, task_adds;
+	/* task reads have a budget of their own (TASKS_DUTY), so that many
+	 * tasks slow their reads, not the threads' sweep */
+	struct sweep_budget tasks_budget;
+	uint64_t next_tasks_ns, tasks_slowed;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -1449,7 +1457,9 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 		      const struct pyproc *pp, uint64_t now)
 {
 	struct ctasks *ct = cp->tasks;
-	double keep = ct->met > TASKS_PER_TICK ?
+	/* the first read only counts them: 10,000 tasks read in full take
+	 * 0.2 s, and their number sets the share the next reads take */
+	double keep = !ct->reads ? 0.0 : ct->met > TASKS_PER_TICK ?
 		(double)TASKS_PER_TICK / ct->met : 1.0;
 	uint64_t dt = ct->last_ns ? now - ct->last_ns : 0, held;
 	__u64 running[TASKS_LOOPS][2];
@@ -1464,7 +1474,7 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 				 task_same, ct, &at);
 	ct->last_ns = now;
 	c->task_ticks++;
-	c->task_sampled += keep < 1;
+	c->task_sampled += keep > 0 && keep < 1;
 	c->task_reads += at.n;
 	if (ret)
 		goto out;
@@ -1513,7 +1523,8 @@ out:
  * that never runs is never sampled, so it is looked for here too. */
 static int tasks_sweep(struct collector *c)
 {
-	uint64_t t0 = clock__now_ns();
+	uint64_t t0 = clock__now_ns(), cpu0 = clock__thread_cpu_ns();
+	bool slowed;
 	pid_t pids[TASKS_PROCS];
 	const struct pyproc *pp;
 	struct cproc *cp;
@@ -1531,6 +1542,13 @@ static int tasks_sweep(struct collector *c)
 			ret = tasks_tick(c, cp, pp, t0);
 	}
 	c->task_ns += clock__now_ns() - t0;
+	c->next_tasks_ns = t0 + sweep__wait(&c->tasks_budget, t0,
+					    clock__thread_cpu_ns() - cpu0,
+					    c->tick_ns, TASKS_DUTY,
+					    0.5 + (double)rand_r(&c->seed) /
+						  ((double)RAND_MAX + 1.0),
+					    &slowed);
+	c->tasks_slowed += slowed;
 	return ret;
 }
 
@@ -1705,6 +1723,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->task_sampled = c->task_sampled;
 	st->task_reads = c->task_reads;
 	st->task_adds = c->task_adds;
+	st->tasks_slowed = c->tasks_slowed;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)
@@ -1955,14 +1974,14 @@ static int sweep_tick(struct collector *c, bool all)
 	/* threads the ring had no room for were not met, but are there */
 	if (all && sampler__sweep_capped(c->sampler) == capped)
 		sweep__end(c->sweep);
-	if (ret >= 0 && c->o.asyncio)
-		ret = tasks_sweep(c);
 	took = clock__now_ns() - t0;
 	c->sweeps++;
 	c->sweep_ns += took;
 	if (took > c->sweep_max_ns)
 		c->sweep_max_ns = took;
 	sweep_schedule(c, t0, clock__thread_cpu_ns() - cpu0, all);
+	if (ret >= 0 && c->o.asyncio && t0 >= c->next_tasks_ns)
+		ret = tasks_sweep(c);
 	return ret < 0 ? ret : 0;
 }
 
@@ -2081,6 +2100,7 @@ int collector__finish(struct collector *c)
 		return 0;
 	if (c->sweep) {		/* the last tick: up to now */
 		c->sweep_last = true;
+		c->next_tasks_ns = 0;	/* the tasks' too, whatever the budget */
 		return sweep_tick(c, true);
 	}
 	cl.sr = malloc(sizeof(*cl.sr));

@@ -535,14 +535,19 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 			cut(w, "a task list ends without its head (changed while read)");
 			return;
 		}
-		if (remote__mem_read64(&w->mem, node + PY_LLIST_PREV, &back) ||
-		    back != prev) {
+		/* the task's object holds the node: one read for both */
+		if (remote__mem_read(&w->mem, node - ao->task_node, tb,
+				     ao->task_size)) {
+			cut(w, "a task list holds something not a task");
+			return;
+		}
+		back = remote__u64(tb, ao->task_size,
+				   ao->task_node + PY_LLIST_PREV);
+		if (back != prev) {
 			cut(w, "a task list changed while read");
 			return;
 		}
-		if (remote__mem_read(&w->mem, node - ao->task_node, tb,
-				     ao->task_size) ||
-		    tb[ao->task_is_task] != 1) {
+		if (tb[ao->task_is_task] != 1) {
 			cut(w, "a task list holds something not a task");
 			return;
 		}
