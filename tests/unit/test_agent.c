@@ -35,6 +35,7 @@ typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
 typedef Opentelemetry__Proto__Profiles__V1development__Profile Profile;
 typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
+typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles ScopeProfiles;
 
 static char tmpdir[] = "/tmp/pysight-agent-XXXXXX";
 
@@ -213,6 +214,61 @@ static void test_otlp(void)
 	}
 	CHECK(saw_io, "the io sample");
 	CHECK(total == (int64_t)profile__total(p), "values sum to the total");
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(r, NULL);
+	free(buf);
+	profile__free(p);
+}
+
+/* asyncio tasks' time: a second profile of the resource, task_wall, its
+ * samples with the await cause; the threads' profile without them. */
+static void test_otlp_tasks(void)
+{
+	struct otlp_opts o = { .mode = MODE_WALL, .rate_hz = 100, .start_ns = 1,
+			       .end_ns = 2, .process = describe };
+	struct profile *p = two_services();
+	const struct pthread *t = profile__thread(p, 20, 0, 20, "python3",
+						  "MainThread");
+	const struct pframe *f[2] = {
+		profile__frame(p, "[task main]", NULL, 0, 0, PFRAME_PSEUDO),
+		profile__frame(p, "serve", "/srv/batch.py", 30, 28, PFRAME_PYTHON),
+	};
+	const ScopeProfiles *sp = NULL;
+	size_t len, i;
+	void *buf;
+	Request *r;
+	Dict *d;
+
+	CHECK(!profile__add(p, profile__stack(p, f, 2), t, NULL,
+			    KIND_AWAIT_SLEEP, 1, 7000), "add");
+	CHECK(!otlp__encode(p, &o, &buf, &len), "encode");
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
+	CHECK(r, "protobuf-c reads it back");
+	if (!r)
+		return;
+	d = r->dictionary;
+	for (i = 0; i < r->n_resource_profiles; i++)
+		if (r->resource_profiles[i]->scope_profiles[0]->n_profiles == 2)
+			sp = r->resource_profiles[i]->scope_profiles[0];
+	CHECK(sp, "the batch resource has two profiles");
+	if (sp) {
+		const Profile *th = sp->profiles[0], *tk = sp->profiles[1];
+		char text[256];
+
+		CHECK(!strcmp(d->string_table[th->sample_type->type_strindex], "wall") &&
+		      th->n_samples == 1 && th->samples[0]->values[0] == 2000,
+		      "the threads' profile keeps thread time alone");
+		CHECK(!strcmp(d->string_table[tk->sample_type->type_strindex],
+			      PROFILE_TASK_TYPE) && tk->n_samples == 1 &&
+		      tk->samples[0]->values[0] == 7000, "the tasks' profile");
+		if (tk->n_samples == 1) {
+			stack_text(d, tk->samples[0], text, sizeof(text));
+			CHECK(!strcmp(text, "[await: sleep]:0;serve:30;[task main]:0"),
+			      "%s", text);
+			CHECK(!strcmp(sample_attr_str(d, tk->samples[0],
+						      "pysight.asyncio.await"),
+				      "await sleep"), "await attribute");
+		}
+	}
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(r, NULL);
 	free(buf);
 	profile__free(p);
@@ -969,6 +1025,7 @@ int main(void)
 	if (!mkdtemp(tmpdir))
 		return 1;
 	test_otlp();
+	test_otlp_tasks();
 	test_status();
 	test_partial_success();
 	test_spool();

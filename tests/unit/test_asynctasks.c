@@ -145,6 +145,53 @@ static void test_fuzz(struct fixture *s, struct fixture *r, int minor)
 	CHECK(ga > 0 && ga < iter, "gen fuzz accepted %u of %u", ga, iter);
 }
 
+/* What a pending task waits for, from where it waits. */
+static void test_causes(void)
+{
+	static const struct {
+		int state;
+		const char *awaits, *qualname, *file;
+		int want;
+	} cases[] = {
+		{ ASYNC_WAITING, "_asyncio.Future", "sleep", "asyncio/tasks.py",
+		  KIND_AWAIT_SLEEP },
+		{ ASYNC_WAITING, "_asyncio.Future", "sleep",
+		  "/usr/lib/python3.14/asyncio/tasks.py", KIND_AWAIT_SLEEP },
+		/* a function of the user's called sleep is not asyncio's */
+		{ ASYNC_WAITING, "_asyncio.Future", "sleep", "app/tasks.py",
+		  KIND_AWAIT_OTHER },
+		{ ASYNC_WAITING, "_asyncio.Future", "sleep", "myasyncio/tasks.py",
+		  KIND_AWAIT_OTHER },
+		{ ASYNC_WAITING, "_asyncio.Future", "Lock.acquire",
+		  "asyncio/locks.py", KIND_AWAIT_LOCK },
+		{ ASYNC_WAITING, "_asyncio.Future", "Queue.get",
+		  "asyncio/queues.py", KIND_AWAIT_LOCK },
+		{ ASYNC_WAITING, "_asyncio.Task", "child", "app.py",
+		  KIND_AWAIT_TASK },
+		{ ASYNC_WAITING, "_asyncio.Future", "to_thread",
+		  "asyncio/threads.py", KIND_AWAIT_EXECUTOR },
+		{ ASYNC_WAITING, "_asyncio.Future",
+		  "StreamReader._wait_for_data", "asyncio/streams.py",
+		  KIND_AWAIT_IO },
+		{ ASYNC_WAITING, "_asyncio.Future", "handler", "app.py",
+		  KIND_AWAIT_OTHER },
+		{ ASYNC_WAITING, "_asyncio.Future", NULL, NULL, KIND_AWAIT_OTHER },
+		{ ASYNC_READY, "", "sleep", "asyncio/tasks.py", KIND_AWAIT_BUSY },
+	};
+	struct async_task t;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&t, 0, sizeof(t));
+		t.state = cases[i].state;
+		snprintf(t.awaits, sizeof(t.awaits), "%s", cases[i].awaits);
+		CHECK(asynctasks__cause(&t, cases[i].qualname, cases[i].file) ==
+		      cases[i].want, "case %zu: %s in %s", i,
+		      cases[i].qualname ? cases[i].qualname : "-",
+		      cases[i].file ? cases[i].file : "-");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/fixtures";
@@ -162,5 +209,6 @@ int main(int argc, char **argv)
 	test_real(&s14, &s15, &r13, &r14, &r15);
 	test_fuzz(&s14, &r14, 14);
 	test_fuzz(&s15, &r15, 15);
+	test_causes();
 	return check_summary();
 }

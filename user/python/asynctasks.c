@@ -167,11 +167,13 @@ int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 	return ret;
 }
 
+/* Does path s end in the path tail, at a '/' or whole? */
 static bool ends_with(const char *s, const char *tail)
 {
 	size_t n = s ? strlen(s) : 0, m = strlen(tail);
 
-	return n >= m && !strcmp(s + n - m, tail);
+	return n >= m && !strcmp(s + n - m, tail) &&
+	       (n == m || s[n - m - 1] == '/');
 }
 
 /*
