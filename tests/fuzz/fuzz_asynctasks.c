@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct py_async_offsets ao;
 	struct async_layout l;
 	struct async_tasks t = { 0 };
+	unsigned int seed = 1;
 	bool cut;
 	struct py_proc proc;
 	char err[256];
@@ -57,6 +58,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						 chain, 4, &cut) > 4)
 				__builtin_trap();
 		}
+		/* and a share of them, as the sweep reads many */
+		asynctasks__free(&t);
+		if (!asynctasks__sample(1, &proc, &l, 0.5, &seed, NULL, NULL, &t))
+			for (i = 0; i < t.n; i++)
+				if (asynctasks__find(&t, t.tasks[i].addr) != i)
+					__builtin_trap();
 	}
 	asynctasks__free(&t);
 	fuzz_nsegs = 0;
