@@ -432,6 +432,62 @@ static void test_racy_read(void)
 	sweep__free(w);
 }
 
+/*
+ * A thread that sleeps between bursts of work, on a busy host: the
+ * agent's burner.  Its stack, read while it waits in the run queue, is
+ * the code it was preempted in, twice the same when it was preempted
+ * twice in heavy().  That is no block's stack: its next sleep is read
+ * again, even within sweep__set_reread's second.  Taken as stable, the
+ * sleeps of the next second weighed under heavy() (the agent's
+ * test_wall_mode_exports_off_cpu_causes, under two CPU hogs).
+ */
+static void test_preempted_off_cpu(void)
+{
+	struct sweep *w = sweep__new(0, NULL);
+	struct thread_record r;
+	struct sweep_thread *t;
+
+	t = met_in_lock(w, &r, 15);
+	if (!t) {
+		sweep__free(w);
+		return;
+	}
+	sweep__set_reread(w, 1000 * MS);
+	r.kind = KIND_SLEEP;
+	sweep__set_stack(t, &r, SLEEP_STACK);
+	r.switches = r.vswitches = 1;
+	sweep__set_stack(t, &r, SLEEP_STACK);	/* twice the same: stable */
+	sweep__account(t, &r, add_rq, NULL);
+	/* past the second, preempted twice in its burn, waiting for a CPU */
+	r.now = 1100 * MS;
+	r.kind = KIND_RUNQUEUE;
+	r.switches = 3;
+	r.run_delay_ns = 1 * MS;
+	CHECK(sweep__needs_stack(w, t, &r), "read again after a second");
+	sweep__set_stack(t, &r, BURN_STACK);
+	sweep__account(t, &r, add_rq, NULL);
+	r.now = 1110 * MS;
+	r.switches = 5;
+	r.run_delay_ns = 2 * MS;
+	CHECK(sweep__needs_stack(w, t, &r), "a stack unlike the last: read");
+	sweep__set_stack(t, &r, BURN_STACK);
+	sweep__account(t, &r, add_rq, NULL);
+	/* asleep again: read, not the run queue's stack */
+	r.now = 1120 * MS;
+	r.kind = KIND_SLEEP;
+	r.switches = 6;
+	r.vswitches = 2;
+	CHECK(sweep__needs_stack(w, t, &r),
+	      "a sleep after two preempted reads alike is read");
+	if (sweep__needs_stack(w, t, &r))
+		sweep__set_stack(t, &r, SLEEP_STACK);
+	block_stack = NULL;
+	sweep__account(t, &r, add_rq, NULL);
+	CHECK(block_stack == SLEEP_STACK, "the sleep under %s",
+	      block_stack ? (const char *)block_stack : "nothing");
+	sweep__free(w);
+}
+
 /* Ticks every ~5 ms at 200 Hz, each costing cost(i) of CPU: the CPU
  * share the budget let them take, and how many were slowed. */
 static double run_budget(__u64 (*cost)(int), int n, unsigned int duty,
@@ -525,6 +581,7 @@ int main(void)
 	test_preempted(false);
 	test_preempted(true);
 	test_racy_read();
+	test_preempted_off_cpu();
 	test_budget();
 	return check_summary();
 }

@@ -36,6 +36,7 @@ struct sweep_thread {
 	__u64 read_at;		/* r->now when it was read */
 	bool read;		/* stack was read */
 	bool stable;		/* the same as the read before it */
+	__u8 stack_kind;	/* r->kind it was read in */
 	/* the stack read running, for a wait it was preempted in: kept
 	 * apart, so that a block not read again does not fall under it */
 	const void *run_stack;
@@ -146,11 +147,12 @@ static bool preempted(const struct sweep_thread *t,
 
 /*
  * A blocked thread that moved is read again unless its last two reads
- * gave the same stack and the last is younger than reread_ns: a read
- * races with the thread, which may have woken and gone on by then (the
- * agent's burner came out asleep under the heavy() it burns in), and a
- * stack read once must not stand for a second of blocks.  A thread read
- * running is read again for a preemption at most every reread_ns.
+ * gave the same stack, neither in the run queue, and the last is
+ * younger than reread_ns: a read races with the thread, which may have
+ * woken and gone on by then (the agent's burner came out asleep under
+ * the heavy() it burns in), and a stack read once must not stand for a
+ * second of blocks.  A thread read running is read again for a
+ * preemption at most every reread_ns.
  */
 bool sweep__needs_stack(const struct sweep *w, const struct sweep_thread *t,
 			const struct thread_record *r)
@@ -182,7 +184,14 @@ void sweep__set_stack(struct sweep_thread *t, const struct thread_record *r,
 		t->run_read_at = r->now;
 		return;
 	}
-	t->stable = t->read && stack == t->stack;
+	/* a thread in the run queue was preempted in its running code (or
+	 * woken, not yet run): two such reads alike say nothing of where
+	 * it blocks.  Counted, a burner preempted twice in heavy() had its
+	 * sleeps of the next second weigh under heavy() (the agent's
+	 * test_wall_mode_exports_off_cpu_causes, under load). */
+	t->stable = t->read && stack == t->stack &&
+		    r->kind != KIND_RUNQUEUE && t->stack_kind != KIND_RUNQUEUE;
+	t->stack_kind = r->kind;
 	t->stack = stack;
 	t->stack_switches = r->switches;
 	t->read_at = r->now;

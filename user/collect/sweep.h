@@ -32,8 +32,9 @@ struct sweep_thread *sweep__thread(struct sweep *w,
  * Does r's thread need its Python stack read now?  Only when it is off
  * the CPU (or was preempted running) and has switched since its stack
  * was last read: a thread blocked for a minute costs one read, not one a
- * tick.  And, once two reads in a row gave the same stack, not again
- * within sweep__set_reread's time of its last read.
+ * tick.  And, once two reads in a row gave the same stack off the CPU
+ * and out of the run queue, not again within sweep__set_reread's time
+ * of its last read.
  */
 bool sweep__needs_stack(const struct sweep *w, const struct sweep_thread *t,
 			const struct thread_record *r);
