@@ -137,6 +137,20 @@ static const char *sample_attr_str(const Dict *d, const Sample *s, const char *k
 	return NULL;
 }
 
+/* p encoded as OTLP and read back by protobuf-c; NULL (said) when not.
+ * *buf: the encoding, for the caller to free with the request. */
+static Request *encode_decode(struct profile *p, const struct otlp_opts *o,
+			      void **buf)
+{
+	Request *r = NULL;
+	size_t len;
+
+	CHECK(!otlp__encode(p, o, buf, &len), "encode");
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, *buf);
+	CHECK(r, "protobuf-c reads it back");
+	return r;
+}
+
 static void test_otlp(void)
 {
 	const char *tags[] = { "deployment.environment=prod", "bad" };
@@ -147,15 +161,13 @@ static void test_otlp(void)
 	};
 	struct profile *p = two_services();
 	int64_t total = 0;
-	size_t len, i, j;
+	size_t i, j;
 	void *buf;
 	Request *r;
 	Dict *d;
 	int saw_io = 0;
 
-	CHECK(!otlp__encode(p, &o, &buf, &len), "encode");
-	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
-	CHECK(r, "protobuf-c reads it back");
+	r = encode_decode(p, &o, &buf);
 	if (!r)
 		return;
 	d = r->dictionary;
@@ -233,16 +245,14 @@ static void test_otlp_tasks(void)
 		profile__frame(p, "serve", "/srv/batch.py", 30, 28, PFRAME_PYTHON),
 	};
 	const ScopeProfiles *sp = NULL;
-	size_t len, i;
+	size_t i;
 	void *buf;
 	Request *r;
 	Dict *d;
 
 	CHECK(!profile__add(p, profile__stack(p, f, 2), t, NULL,
 			    KIND_AWAIT_SLEEP, 1, 7000), "add");
-	CHECK(!otlp__encode(p, &o, &buf, &len), "encode");
-	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(NULL, len, buf);
-	CHECK(r, "protobuf-c reads it back");
+	r = encode_decode(p, &o, &buf);
 	if (!r)
 		return;
 	d = r->dictionary;
