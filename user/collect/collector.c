@@ -23,7 +23,6 @@
 #include "linetable.h"
 #include "log.h"
 #include "registry.h"
-#include "remote.h"
 #include "sampler.h"
 #include "stackread.h"
 #include "sweep.h"
@@ -74,9 +73,6 @@ struct cproc {
 #define TASKS_WAIT_MAX		8000
 #define TASK_CHAIN_MAX	32	/* tasks awaiting tasks, shown at most */
 #define TASKS_LOOPS	16	/* loops (threads) a process's held test knows */
-/* tasks read in full per process and tick; of more, a random share is
- * read, each weighing for those it stands for */
-#define TASKS_PER_TICK	COLLECTOR_TASKS_PER_TICK
 #define TASKS_MAX_GAP_NS	60000000000ULL	/* a read weighs this at most */
 #define TASKS_PROCS	1024	/* processes whose tasks a tick reads */
 /* task reads take at most 1/TASKS_DUTY of a CPU, apart from the sweep's
@@ -125,14 +121,10 @@ struct ctasks {
 	bool never;		/* it cannot have any: said once */
 	uint64_t next_ns;	/* no look for the section before */
 	unsigned int wait;	/* ms between looks, doubling to a limit */
-	/* wall and off modes: the last read of its tasks (ns), how many it
-	 * met, and each loop's running task then, by thread key */
+	/* wall and off modes: the last read of its tasks (ns), and how
+	 * many it met */
 	uint64_t last_ns;
 	int met;
-	struct {
-		__u64 key, task;
-	} running[TASKS_LOOPS];
-	int nrunning;
 	/* each loop's thread as the sweep's last record of it said: off
 	 * the CPU since (ktime ns), 0 on it */
 	struct {
@@ -225,7 +217,7 @@ struct collector {
 	/* task reads have a budget of their own (TASKS_DUTY), so that many
 	 * tasks slow their reads, not the threads' sweep */
 	struct sweep_budget tasks_budget;
-	uint64_t next_tasks_ns, tasks_slowed;
+	uint64_t next_tasks_ns;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -1025,8 +1017,8 @@ static const struct pstack *with_kernel(struct collector *c,
  * --asyncio: can the samples of this process name their running task?
  * Its _asyncio module is looked for until found (it is mapped when the
  * program imports asyncio): 0.1 s after a sample found it missing, then
- * twice as long each time, up to 8 s; once found, BPF marks which frames of each sample are the
- * task's from then on.
+ * twice as long each time, up to 8 s.  Once found, BPF marks which
+ * frames of each sample are the task's.
  */
 static bool tasks_ready(struct collector *c, struct cproc *cp,
 			const struct pyproc *pp)
@@ -1086,16 +1078,13 @@ static const struct pframe *task_frame(struct collector *c, const char *name)
 
 /*
  * The stack of a chain of tasks, chain[0] the innermost, each awaited by
- * the next: root first, each as "[task NAME]" and its coroutines, and
- * chain[0]'s coroutines replaced by the last depth frames of s when s is
- * set (a running task: its thread's stack has them, and what it calls).
- * cut: the chain ended early.  NULL on ENOMEM.
+ * the next: root first, each as "[task NAME]" and its coroutines.  cut:
+ * the chain ended early.  NULL on ENOMEM.
  */
 static const struct pstack *chain_stack(struct collector *c,
 					const struct pyproc *pp,
 					const struct async_task *const *chain,
-					int n, bool cut, const struct pstack *s,
-					unsigned int depth)
+					int n, bool cut)
 {
 	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
 	const struct pstack *named;
@@ -1107,11 +1096,6 @@ static const struct pstack *chain_stack(struct collector *c,
 					  0, PFRAME_PSEUDO);
 	for (i = n - 1; i >= 0 && k < max; i--) {
 		out[k++] = task_frame(c, chain[i]->name);
-		if (!i && s) {
-			for (j = s->n - depth; j < s->n && k < max; j++)
-				out[k++] = s->frames[j];
-			break;
-		}
 		named = name_frames(c, pp, chain[i]->status, chain[i]->frames,
 				    chain[i]->nframes);
 		if (!named)
@@ -1133,23 +1117,6 @@ static int chain_buffer(struct collector *c)
 	return c->chain ? 0 : -ENOMEM;
 }
 
-/* The task's name and awaited_by as it holds them now: 0, or -EFAULT. */
-static int task_heads(const struct pyproc *pp, const struct async_layout *l,
-		      __u64 task, __u64 *name, __u64 *by)
-{
-	__u64 lo = l->ao.task_name < l->ao.task_awaited_by ?
-		l->ao.task_name : l->ao.task_awaited_by;
-	__u64 hi = (l->ao.task_name ^ l->ao.task_awaited_by ^ lo) + 8;
-	unsigned char buf[256];
-	struct remote_mem mem = { .pid = pp->pid };
-
-	if (hi - lo > sizeof(buf) || remote__mem_read(&mem, task + lo, buf, hi - lo))
-		return -EFAULT;
-	*name = remote__u64(buf, hi - lo, l->ao.task_name - lo);
-	*by = remote__u64(buf, hi - lo, l->ao.task_awaited_by - lo);
-	return 0;
-}
-
 /* The stack above a running task's frames: read, or as last seen. */
 static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
 					  const struct pyproc *pp, __u64 task)
@@ -1162,7 +1129,7 @@ static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
 	bool cut;
 	int n, i;
 
-	if (task_heads(pp, &ct->l, task, &name, &by))
+	if (asynctasks__heads(pp->pid, &ct->l, task, &name, &by))
 		return NULL;
 	if (ts->task == task && ts->name == name && ts->by == by &&
 	    now - ts->at_ns < TASK_SEEN_NS)
@@ -1178,7 +1145,7 @@ static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
 	memset(ts, 0, sizeof(*ts));
 	ts->frame = task_frame(c, c->chain[0].name);
 	ts->above = n > 1 || cut ?
-		chain_stack(c, pp, chain + 1, n - 1, cut, NULL, 0) : NULL;
+		chain_stack(c, pp, chain + 1, n - 1, cut) : NULL;
 	if (!ts->frame || ((n > 1 || cut) && !ts->above))
 		return NULL;
 	ts->task = task;
@@ -1217,20 +1184,6 @@ static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
 	return profile__stack(c->prof, out, k);
 }
 
-/* Each loop's running task now: (thread key, task) of at's running
- * tasks, at most TASKS_LOOPS. */
-static int running_tasks(const struct async_tasks *at, __u64 (*out)[2])
-{
-	int i, n = 0;
-
-	for (i = 0; i < at->n && n < TASKS_LOOPS; i++)
-		if (at->tasks[i].state == ASYNC_RUNNING && at->tasks[i].thread_key) {
-			out[n][0] = at->tasks[i].thread_key;
-			out[n++][1] = at->tasks[i].addr;
-		}
-	return n;
-}
-
 /* The sweep's record of a thread: kept when it runs a loop.  A thread
  * the sweep does not report has not moved since its last record. */
 static void loop_record(struct ctasks *ct, const struct thread_record *r)
@@ -1267,7 +1220,7 @@ static void loop_add(struct ctasks *ct, __u64 key)
  * kept the loop busy until its thread went idle again (the tasks the
  * hold kept waiting ran first), or to now if it still runs.
  */
-static void loops_busy(struct ctasks *ct, __u64 (*run)[2], int nrun,
+static void loops_busy(struct ctasks *ct, const struct async_tasks *at,
 		       uint64_t now, uint64_t dt)
 {
 	uint64_t since, held;
@@ -1276,9 +1229,12 @@ static void loops_busy(struct ctasks *ct, __u64 (*run)[2], int nrun,
 	for (j = 0; j < ct->nloops; j++) {
 		since = ct->loops[j].off_since;
 		held = 0;
-		for (i = 0; i < nrun && run[i][0] != ct->loops[j].key; i++)
+		/* a read keeps every running task, whatever its share */
+		for (i = 0; i < at->n &&
+			    (at->tasks[i].state != ASYNC_RUNNING ||
+			     at->tasks[i].thread_key != ct->loops[j].key); i++)
 			;
-		if (i < nrun && ct->loops[j].blocked && since && since < now)
+		if (i < at->n && ct->loops[j].blocked && since && since < now)
 			held = now - since < dt ? now - since : dt;
 		ct->loops[j].busy = held;
 		/* held then and now: the first hold, what it kept waiting,
@@ -1412,8 +1368,7 @@ static const struct pstack *task_full_stack(struct collector *c,
 					   TASK_CHAIN_MAX, &cut);
 		for (p = 0; p < got; p++)
 			chain[p] = &c->chain[p];
-		if (got > 0 && !(above = chain_stack(c, pp, chain, got, cut,
-						     NULL, 0)))
+		if (got > 0 && !(above = chain_stack(c, pp, chain, got, cut)))
 			return NULL;
 		cut = got <= 0;	/* else chain_stack said so */
 	}
@@ -1421,7 +1376,7 @@ static const struct pstack *task_full_stack(struct collector *c,
 		out[n++] = profile__frame(c->prof, "[partial tasks]", NULL, 0,
 					  0, PFRAME_PSEUDO);
 	chain[0] = t;
-	own = chain_stack(c, pp, chain, 1, false, NULL, 0);
+	own = chain_stack(c, pp, chain, 1, false);
 	if (!own || (cut && !out[0]))
 		return NULL;
 	for (j = 0; above && j < above->n && n < max; j++)
@@ -1450,7 +1405,7 @@ static void tasks_forget(struct ctasks *ct)
  * wall and off modes, at each sweep tick: a process's pending tasks, each
  * weighing the time since the last read (at most TASKS_MAX_GAP_NS) at its
  * await point, as a task sample (KIND_AWAIT_*): its own time, apart from
- * its thread's.  Of more than TASKS_PER_TICK tasks, a random share is
+ * its thread's.  Of more than COLLECTOR_TASKS_PER_TICK tasks, a random share is
  * read, each weighing for those it stands for.
  */
 static int tasks_tick(struct collector *c, struct cproc *cp,
@@ -1459,15 +1414,14 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 	struct ctasks *ct = cp->tasks;
 	/* the first read only counts them: 10,000 tasks read in full take
 	 * 0.2 s, and their number sets the share the next reads take */
-	double keep = !ct->reads ? 0.0 : ct->met > TASKS_PER_TICK ?
-		(double)TASKS_PER_TICK / ct->met : 1.0;
+	double keep = !ct->reads ? 0.0 : ct->met > COLLECTOR_TASKS_PER_TICK ?
+		(double)COLLECTOR_TASKS_PER_TICK / ct->met : 1.0;
 	uint64_t dt = ct->last_ns ? now - ct->last_ns : 0, held;
-	__u64 running[TASKS_LOOPS][2];
 	const struct pthread *th;
 	const struct pstack *stack;
 	struct task_known *k;
 	struct async_tasks at;
-	int ret, i, nrun, kind;
+	int ret, i, kind;
 
 	ct->reads++;
 	ret = asynctasks__sample(pp->pid, &pp->proc, &ct->l, keep, &c->seed,
@@ -1481,10 +1435,9 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 	ct->met = at.met;
 	if (dt > TASKS_MAX_GAP_NS)
 		dt = TASKS_MAX_GAP_NS;
-	nrun = running_tasks(&at, running);
 	for (i = 0; i < at.n; i++)
 		loop_add(ct, at.tasks[i].thread_key);
-	loops_busy(ct, running, nrun, now, dt);
+	loops_busy(ct, &at, now, dt);
 	for (i = 0; dt && i < at.n && !ret; i++) {
 		const struct async_task *t = &at.tasks[i];
 
@@ -1507,11 +1460,6 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 			ret = profile__add(c->prof, stack, th, NULL, kind, 1,
 					   (uint64_t)((dt - held) / keep));
 		c->task_adds++;
-	}
-	ct->nrunning = nrun;
-	for (i = 0; i < nrun; i++) {
-		ct->running[i].key = running[i][0];
-		ct->running[i].task = running[i][1];
 	}
 	tasks_forget(ct);
 out:
@@ -1548,7 +1496,6 @@ static int tasks_sweep(struct collector *c)
 					    0.5 + (double)rand_r(&c->seed) /
 						  ((double)RAND_MAX + 1.0),
 					    &slowed);
-	c->tasks_slowed += slowed;
 	return ret;
 }
 
@@ -1723,7 +1670,6 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->task_sampled = c->task_sampled;
 	st->task_reads = c->task_reads;
 	st->task_adds = c->task_adds;
-	st->tasks_slowed = c->tasks_slowed;
 	st->npython = registry__npython(c->reg);
 	st->first_error = registry__first_error(c->reg);
 	for (i = ST_ERR_READ_RUNTIME; i < ST__MAX; i++)

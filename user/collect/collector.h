@@ -68,7 +68,6 @@ struct collector_stats {
 	/* wall and off modes: reads of every task (ticks), their time (ns),
 	 * those that read a random share, tasks read, task samples added */
 	uint64_t task_ticks, task_ns, task_sampled, task_reads, task_adds;
-	uint64_t tasks_slowed;	/* task reads that waited past a tick */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

@@ -729,6 +729,22 @@ int asynctasks__sample(pid_t pid, const struct py_proc *proc,
 	return w.err ? w.err : index_tasks(out);
 }
 
+int asynctasks__heads(pid_t pid, const struct async_layout *l, __u64 addr,
+		      __u64 *name_obj, __u64 *by)
+{
+	const struct py_async_offsets *ao = &l->ao;
+	struct remote_mem mem = { .pid = pid };
+	unsigned char tb[PY_TASK_SIZE_MAX];
+
+	if (ao->task_size > sizeof(tb) ||
+	    remote__mem_read(&mem, addr, tb, ao->task_size) ||
+	    tb[ao->task_is_task] != 1)
+		return -EFAULT;
+	*name_obj = remote__u64(tb, ao->task_size, ao->task_name);
+	*by = remote__u64(tb, ao->task_size, ao->task_awaited_by);
+	return 0;
+}
+
 int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 			 struct async_layout *l, __u64 addr,
 			 struct async_task *out, int max, bool *cut)

@@ -143,6 +143,11 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 			 struct async_task *out, int max, bool *cut);
 void asynctasks__free(struct async_tasks *t);
 
+/* The name object and task_awaited_by of the task at addr as it holds
+ * them now, in one read: 0, or -EFAULT (no task there). */
+int asynctasks__heads(pid_t pid, const struct async_layout *l, __u64 addr,
+		      __u64 *name_obj, __u64 *by);
+
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
 int asynctasks__find(const struct async_tasks *t, __u64 addr);
 
