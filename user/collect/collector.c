@@ -23,6 +23,7 @@
 #include "linetable.h"
 #include "log.h"
 #include "registry.h"
+#include "remote.h"
 #include "sampler.h"
 #include "stackread.h"
 #include "sweep.h"
@@ -1800,6 +1801,32 @@ static __u64 first_tstate(struct collector *c, struct cproc *cp,
 
 /* The Python stack of an off-CPU thread, read from user space; NULL
  * when it has none (a C thread, or no frames). */
+/*
+ * --asyncio: of a stack read from user space, how many frames (leaf
+ * first) are its running task's, as BPF marks a sample's: up to the
+ * task's coroutine's frame, matched by address; 0 when no task runs or
+ * its frame is not in the stack.
+ */
+static unsigned int read_task_depth(const struct pyproc *pp,
+				    const struct stackread *sr, __u64 *task)
+{
+	const struct py_offsets *off = &pp->proc.off;
+	struct remote_mem mem = { .pid = pp->pid };
+	uint64_t t, coro;
+	int i;
+
+	if (!(pp->proc.flags & PY_PROC_F_ASYNC) || !sr->tstate ||
+	    remote__mem_read64(&mem, sr->tstate + off->tstate_running_task,
+			       &t) || !t ||
+	    remote__mem_read64(&mem, t + off->task_coro, &coro) || !coro)
+		return 0;
+	*task = t;
+	for (i = 0; i < sr->n; i++)
+		if (sr->addr[i] == coro + off->gen_iframe)
+			return (unsigned int)i + 1;
+	return 0;
+}
+
 static const struct pstack *sweep_stack(struct collector *c,
 					struct cproc *cp,
 					const struct pyproc *pp,
@@ -1808,7 +1835,9 @@ static const struct pstack *sweep_stack(struct collector *c,
 {
 	struct stackread_plan **plan = (struct stackread_plan **)sweep__data(t);
 	uint64_t t0 = clock__now_ns();
-	__u64 key = record_key(pp, r);
+	__u64 key = record_key(pp, r), task;
+	const struct pstack *stack;
+	unsigned int depth;
 
 	c->sweep_reads++;
 	stackread__thread_planned(r->tgid, &pp->proc, key,
@@ -1818,8 +1847,10 @@ static const struct pstack *sweep_stack(struct collector *c,
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (!read_has_stack(c->sweep_sr))
 		return NULL;
-	return name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
-			   c->sweep_sr->n);
+	stack = name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
+			    c->sweep_sr->n);
+	depth = stack ? read_task_depth(pp, c->sweep_sr, &task) : 0;
+	return depth ? task_stack(c, cp, pp, stack, task, depth) : stack;
 }
 
 static int sweep_one(void *ctx, const struct thread_record *r)
