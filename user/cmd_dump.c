@@ -137,8 +137,10 @@ static void dump_free(struct dump *d)
 	size_t i;
 	int j;
 
-	for (j = 0; j < d->ntasks; j++)
+	for (j = 0; j < d->ntasks; j++) {
 		asynctasks__free(&d->tasks[j].t);
+		asynctasks__close(&d->tasks[j].al);
+	}
 	free(d->tasks);
 	for (i = 0; i < d->n; i++) {
 		for (j = 0; j < d->threads[i].nlocals; j++)
@@ -668,7 +670,7 @@ static int locate_tasks(struct collector *c, struct dump_opts *o,
 		if (!pp)
 			continue;
 		if (pp->minor < ASYNC_FIRST_MINOR) {
-			pr_err("process %d runs Python 3.%d: listing its tasks needs Python 3.%d or newer for now",
+			pr_err("process %d runs Python 3.%d: listing its tasks needs Python 3.%d or newer",
 			       o->pids[i], pp->minor, ASYNC_FIRST_MINOR);
 			return 1;
 		}

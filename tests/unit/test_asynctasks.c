@@ -192,6 +192,60 @@ static void test_causes(void)
 	}
 }
 
+/*
+ * 3.11 to 3.13's generated facts (tools/gen-offsets: headers, and
+ * _asyncio's DWARF): the values the notes measured on the real builds,
+ * and each field a read sizes inside its struct.
+ */
+static void test_legacy(void)
+{
+	const struct offsets_async_legacy *l11 = offsets__async_legacy(11),
+					  *l12 = offsets__async_legacy(12),
+					  *l13 = offsets__async_legacy(13), *l;
+	int minor;
+
+	CHECK(l11 && l12 && l13 && !offsets__async_legacy(10) &&
+	      !offsets__async_legacy(14), "3.11-3.13 only");
+	if (!l11 || !l12 || !l13)
+		return;
+	/* TaskObj: 3.11 and 3.12 alike, 3.13 without dict and weakref */
+	CHECK(l11->task_size == 176 && l11->future_size == 128 &&
+	      l11->fut_state == 88 && l11->fut_waiter == 128 &&
+	      l11->task_coro == 136 && l11->task_name == 144, "3.11 task");
+	CHECK(l12->task_size == l11->task_size &&
+	      l12->fut_waiter == l11->fut_waiter &&
+	      l12->task_coro == l11->task_coro, "3.12 task as 3.11's");
+	CHECK(l13->task_size == 144 && l13->future_size == 104 &&
+	      l13->fut_state == 96 && l13->fut_waiter == 112 &&
+	      l13->task_coro == 120 && l13->task_name == 128, "3.13 task");
+	/* where a thread's loop is: a holder in its dict, the loop itself
+	 * there, the thread state */
+	CHECK(l11->tstate_dict != PY_OFF_NONE && l11->holder_loop == 16 &&
+	      l12->tstate_dict != PY_OFF_NONE &&
+	      l12->holder_loop == PY_OFF_NONE &&
+	      l13->tstate_dict == PY_OFF_NONE &&
+	      l13->tstate_running_loop != PY_OFF_NONE, "running loops");
+	CHECK(l11->gen_iframe == 80 && l12->gen_iframe == 72 &&
+	      l13->gen_iframe == 72, "coroutine frames");
+	for (minor = 11; minor <= 13; minor++) {
+		l = offsets__async_legacy(minor);
+		CHECK(l->task_size < PY_TASK_SIZE_MAX &&
+		      l->future_size < l->task_size &&
+		      l->fut_loop + 8 <= l->future_size &&
+		      l->fut_callback0 + 8 <= l->future_size &&
+		      l->fut_state + 4 <= l->future_size &&
+		      l->fut_waiter + 8 <= l->task_size &&
+		      l->task_coro + 8 <= l->task_size &&
+		      l->task_name + 8 <= l->task_size,
+		      "3.%d: fields inside the task", minor);
+		CHECK(l->frame_stacktop + 4 <= l->frame_size &&
+		      l->frame_localsplus < l->frame_size &&
+		      l->gen_frame_state < l->gen_iframe &&
+		      l->state_await < 0 && l->state_cleared > 0,
+		      "3.%d: frame facts", minor);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/fixtures";
@@ -210,5 +264,6 @@ int main(int argc, char **argv)
 	test_fuzz(&s14, &r14, 14);
 	test_fuzz(&s15, &r15, 15);
 	test_causes();
+	test_legacy();
 	return check_summary();
 }

@@ -294,8 +294,10 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 
 static void cproc_free(struct cproc *cp)
 {
-	if (cp->tasks)
+	if (cp->tasks) {
 		HASH_FREE_ALL(cp->tasks->known);
+		asynctasks__close(&cp->tasks->l);
+	}
 	free(cp->tasks);
 	htab64__free(&cp->refs);
 	htab64__free(&cp->tstates);
@@ -1037,17 +1039,25 @@ static bool tasks_ready(struct collector *c, struct cproc *cp,
 			return false;
 		if (pp->minor < ASYNC_FIRST_MINOR) {
 			t->never = true;
-			pr_warn("--asyncio: process %d (%s) runs Python 3.%d: its tasks need Python 3.%d or newer for now",
+			pr_warn("--asyncio: process %d (%s) runs Python 3.%d: its tasks need Python 3.%d or newer",
 				pp->pid, pp->comm, pp->minor, ASYNC_FIRST_MINOR);
 			return false;
 		}
+		if (pp->minor < ASYNC_SECTION_MINOR)
+			pr_warn("--asyncio: process %d (%s) runs Python 3.%d: %s name their running task only from Python 3.%d on",
+				pp->pid, pp->comm, pp->minor,
+				c->o.mode == MODE_CPU ? "its samples" :
+				"its tasks' waits are read, but its CPU samples",
+				ASYNC_SECTION_MINOR);
 	}
 	now = clock__now_ns();
 	if (now < t->next_ns || !c->sampler)
 		return false;
+	asynctasks__close(&t->l);
 	ret = asynctasks__open(pp->pid, &pp->proc, pp->minor, &t->l, err,
 			       sizeof(err));
-	if (!ret)
+	/* BPF finds the running task where 3.14's thread state has it */
+	if (!ret && pp->minor >= ASYNC_SECTION_MINOR)
 		ret = registry__set_async(c->reg, pp->pid, &t->l);
 	if (ret == -ENOENT || ret == -ENOMEM) {
 		t->wait = t->wait ? t->wait * 2 : TASKS_WAIT_FIRST;
@@ -1130,7 +1140,7 @@ static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
 	bool cut;
 	int n, i;
 
-	if (asynctasks__heads(pp->pid, &ct->l, task, &name, &by))
+	if (asynctasks__heads(pp->pid, &pp->proc, &ct->l, task, &name, &by))
 		return NULL;
 	if (ts->task == task && ts->name == name && ts->by == by &&
 	    now - ts->at_ns < TASK_SEEN_NS)

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * asyncio tasks read out of another process, 3.14+, the way CPython's own
+ * asyncio tasks read out of another process.  3.14+ the way CPython's own
  * `python -m asyncio pstree` reads them (Modules/_remote_debugging): the
  * layout from the .AsyncioDebug section, the tasks from the circular
  * lists each thread state and the interpreter hold, the edges from
- * task_awaited_by alone.  Unlike it, nothing is stopped and no error
- * ends the read: a torn list is cut and said to be, a task that does not
- * check is dropped, and every walk is bounded.
+ * task_awaited_by alone.  3.11 to 3.13 have none of these: the tasks are
+ * in the WeakSet asyncio registers them in, the edges are rebuilt from
+ * what each task awaits (a task, or gather()'s children), and a task's
+ * thread is the one running its loop.  Unlike pstree, nothing is stopped
+ * and no error ends the read: a torn list is cut and said to be, a task
+ * that does not check is dropped, and every walk is bounded.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -35,6 +38,12 @@
  * (gi_iframe plus the frame's fixed part), with room to spare */
 #define CORO_HEAD_MAX	1280
 #define MAX_DEPTH_BYTES	65536	/* a coroutine's stack, from its frame */
+#define MAX_TASK_SLOTS	(1u << 22)	/* a set of tasks' table, at most */
+#define SET_CHUNK	512		/* set entries read at once */
+#define MAX_CHILDREN	1024		/* of one gather() */
+#define MAX_CURRENT	64		/* loops running a task at once */
+/* 3.11 and 3.12 keep a thread's running loop in its dict, under this */
+#define RUNNING_LOOP_KEY "__asyncio_running_event_loop__"
 
 /*
  * Could the file mapped here hold the section?  CPython's tools look in
@@ -227,6 +236,8 @@ const char *asynctasks__state_name(int state)
 	}
 }
 
+struct task_head;
+
 /* One read: what a walk needs as it goes. */
 struct walk {
 	pid_t pid;
@@ -243,6 +254,18 @@ struct walk {
 	unsigned int *seed;
 	async_same_fn same;
 	void *ctx;
+	/* before 3.14: the loops threads run, {loop: running task}, and
+	 * the pending tasks met in asyncio's sets */
+	struct {
+		__u64 loop, key;
+	} loops[ASYNC_LOOPS];
+	int nloops;
+	struct {
+		__u64 loop, task;
+	} cur[MAX_CURRENT];
+	int ncur;
+	struct task_head *met;
+	int nmet, metcap;
 };
 
 static void cut(struct walk *w, const char *fmt, ...)
@@ -288,7 +311,17 @@ static __u64 awaited_of(struct walk *w, __u64 faddr,
 	const struct py_gen_offsets *go = w->go;
 	uint64_t sp, slot, yf;
 
-	sp = remote__u64(frame, go->frame_size, go->frame_stackpointer);
+	if (go->frame_stacktop) {
+		/* before 3.14: an int count of slots over localsplus */
+		int32_t top;
+
+		memcpy(&top, frame + go->frame_stacktop, sizeof(top));
+		if (top < go->yf_depth || top > MAX_DEPTH_BYTES / 8)
+			return 0;
+		sp = faddr + go->frame_localsplus + 8ull * top;
+	} else {
+		sp = remote__u64(frame, go->frame_size, go->frame_stackpointer);
+	}
 	slot = sp - 8ull * go->yf_depth;
 	/* the stack lies in the coroutine, past the frame's fixed part */
 	if (sp < faddr + go->frame_size || slot < faddr ||
@@ -452,43 +485,159 @@ static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
 	}
 }
 
-static void read_task(struct walk *w, __u64 addr, const unsigned char *tb,
+/* A task object's fields, as read in one go. */
+struct task_head {
+	__u64 addr, waiter, by, name, coro, loop;
+	__u64 callback0;	/* before 3.14: its first done-callback */
+	bool by_is_set;		/* 3.14+: by is a set of awaiters */
+	bool done;
+};
+
+/* The first of the tasks that await child, by the last read's edges:
+ * its index in l->edges, or -1 (3.11 to 3.13). */
+static int first_edge(const struct async_layout *l, __u64 child)
+{
+	int lo = 0, hi = l->nedges, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (l->edges[mid].child < child)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->nedges && l->edges[lo].child == child ? lo : -1;
+}
+
+/* The head of the 3.14+ task whose object is tb. */
+static void head_314(const struct py_async_offsets *ao, __u64 addr,
+		     const unsigned char *tb, struct task_head *h)
+{
+	size_t n = ao->task_size;
+
+	h->addr = addr;
+	h->waiter = remote__u64(tb, n, ao->task_coro - 8);
+	h->by = remote__u64(tb, n, ao->task_awaited_by);
+	h->by_is_set = tb[ao->task_awaited_by_is_set];
+	h->name = remote__u64(tb, n, ao->task_name);
+	h->coro = remote__u64(tb, n, ao->task_coro);
+	h->done = remote__u32(tb, n, ao->task_is_task - 4);
+	h->loop = 0;
+}
+
+/* Before 3.14: is the type at type a task's (_asyncio.Task, or a class
+ * derived from it that keeps its layout)?  Judged once per type. */
+static bool task_type(struct walk *w, __u64 type)
+{
+	struct async_layout *l = w->l;
+	uint64_t size = 0;
+	unsigned int i = (type >> 4) % ASYNC_TASK_TYPES;
+
+	if (type == l->ctask)
+		return true;
+	if (!type)
+		return false;
+	if (l->task_types[i].type != type) {
+		l->task_types[i].type = type;
+		l->task_types[i].task =
+			pyobj__type_is(w->pid, type, l->ctask, &size) == 1 &&
+			size >= l->lo->task_size && size < PY_TASK_SIZE_MAX;
+	}
+	return l->task_types[i].task;
+}
+
+/* Before 3.14: the head of the task at addr, whose object is tb (the
+ * task's task_size bytes), or false for an object that is no task. */
+static bool head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
+			struct task_head *h)
+{
+	const struct offsets_async_legacy *lo = w->l->lo;
+	size_t n = lo->task_size;
+	int e;
+
+	if (!task_type(w, remote__u64(tb, n, w->proc->off.object_type)))
+		return false;
+	h->addr = addr;
+	h->waiter = remote__u64(tb, n, lo->fut_waiter);
+	h->name = remote__u64(tb, n, lo->task_name);
+	h->coro = remote__u64(tb, n, lo->task_coro);
+	h->loop = remote__u64(tb, n, lo->fut_loop);
+	h->done = remote__u32(tb, n, lo->fut_state);
+	h->callback0 = remote__u64(tb, n, lo->fut_callback0);
+	e = first_edge(w->l, addr);
+	h->by = e < 0 ? 0 : w->l->edges[e].parent;
+	h->by_is_set = false;
+	return true;
+}
+
+/* The task object at addr, read and checked: false for none. */
+static bool read_head(struct walk *w, __u64 addr, struct task_head *h)
+{
+	unsigned char tb[PY_TASK_SIZE_MAX];
+	size_t size = w->l->lo ? w->l->lo->task_size : w->ao->task_size;
+
+	if (!addr || size > sizeof(tb) ||
+	    remote__mem_read(&w->mem, addr, tb, size))
+		return false;
+	if (w->l->lo)
+		return head_legacy(w, addr, tb, h);
+	if (tb[w->ao->task_is_task] != 1)
+		return false;
+	head_314(w->ao, addr, tb, h);
+	return true;
+}
+
+/* The tasks awaiting t: task_awaited_by (3.14+), else the edges. */
+static void read_awaiters(struct walk *w, const struct task_head *h,
+			  struct async_task *t)
+{
+	int e;
+
+	if (w->l->lo) {
+		for (e = first_edge(w->l, h->addr);
+		     e >= 0 && e < w->l->nedges && w->l->edges[e].child == h->addr;
+		     e++) {
+			if (t->nawaiters == ASYNC_MAX_AWAITERS) {
+				t->awaiters_cut = true;
+				return;
+			}
+			t->awaiters[t->nawaiters++] = w->l->edges[e].parent;
+		}
+	} else if (h->by && h->by_is_set) {
+		read_awaiter_set(w, t, h->by);
+	} else if (h->by) {
+		add_awaiter(w, t, h->by);
+	}
+}
+
+static void read_task(struct walk *w, const struct task_head *h,
 		      __u64 thread_key, __u64 running, struct async_task *t)
 {
-	const struct py_async_offsets *ao = w->ao;
-	size_t n = ao->task_size;
-	__u64 waiter, by;
-
 	memset(t, 0, sizeof(*t));
-	t->addr = addr;
+	t->addr = h->addr;
 	t->thread_key = thread_key;
-	waiter = remote__u64(tb, n, ao->task_coro - 8);
-	by = remote__u64(tb, n, ao->task_awaited_by);
-	t->waiter = waiter;
-	t->by = by;
-	t->name_obj = remote__u64(tb, n, ao->task_name);
-	if (running && addr == running)
+	t->waiter = h->waiter;
+	t->by = h->by;
+	t->name_obj = h->name;
+	if (running && h->addr == running)
 		t->state = ASYNC_RUNNING;
-	else if (remote__u32(tb, n, ao->task_is_task - 4))
+	else if (h->done)
 		t->state = ASYNC_DONE;
-	else if (waiter)
+	else if (h->waiter)
 		t->state = ASYNC_WAITING;
 	else
 		t->state = ASYNC_READY;
 	if (w->same && t->state != ASYNC_RUNNING &&
-	    w->same(w->ctx, addr, waiter, by, t->name_obj)) {
+	    w->same(w->ctx, h->addr, h->waiter, h->by, h->name)) {
 		t->known = true;
 		return;
 	}
-	read_name(w, t->name_obj, t->name, sizeof(t->name));
-	if (waiter && t->state == ASYNC_WAITING &&
-	    !obj_type_name(w, waiter, t->awaits, sizeof(t->awaits)))
+	read_name(w, h->name, t->name, sizeof(t->name));
+	if (h->waiter && t->state == ASYNC_WAITING &&
+	    !obj_type_name(w, h->waiter, t->awaits, sizeof(t->awaits)))
 		snprintf(t->awaits, sizeof(t->awaits), "[unknown]");
-	read_chain(w, remote__u64(tb, n, ao->task_coro), t);
-	if (by && tb[ao->task_awaited_by_is_set])
-		read_awaiter_set(w, t, by);
-	else if (by)
-		add_awaiter(w, t, by);
+	read_chain(w, h->coro, t);
+	read_awaiters(w, h, t);
 }
 
 static struct async_task *new_task(struct walk *w)
@@ -521,6 +670,7 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 	unsigned char tb[PY_TASK_SIZE_MAX];
 	struct pysight_loop l;
 	uint64_t prev = head, node, back;
+	struct task_head h;
 	struct async_task *t;
 
 	if (remote__mem_read64(&w->mem, head + PY_LLIST_NEXT, &node)) {
@@ -562,8 +712,8 @@ static void walk_list(struct walk *w, __u64 head, __u64 thread_key,
 			t = new_task(w);
 			if (!t)
 				return;
-			read_task(w, node - ao->task_node, tb, thread_key,
-				  running, t);
+			head_314(ao, node - ao->task_node, tb, &h);
+			read_task(w, &h, thread_key, running, t);
 		}
 		prev = node;
 		node = remote__u64(tb, ao->task_size,
@@ -584,6 +734,304 @@ static int thread_tasks(void *ctx, __u64 key, __u64 tstate)
 			   &running);
 	walk_list(w, tstate + w->ao->tstate_tasks_head, key, running);
 	return w->err;
+}
+
+/*
+ * Before 3.14.  A thread's running loop: 3.13 keeps it in the thread
+ * state, 3.12 in the thread's dict, 3.11 there in a holder.
+ */
+static int legacy_thread(void *ctx, __u64 key, __u64 tstate)
+{
+	struct walk *w = ctx;
+	const struct offsets_async_legacy *lo = w->l->lo;
+	uint64_t loop = 0, dict;
+
+	if (w->nloops == ASYNC_LOOPS)
+		return 0;
+	if (lo->tstate_running_loop != PY_OFF_NONE) {
+		if (remote__mem_read64(&w->mem, tstate + lo->tstate_running_loop,
+				       &loop))
+			loop = 0;
+	} else if (!remote__mem_read64(&w->mem, tstate + lo->tstate_dict,
+				       &dict) && dict &&
+		   !pyobj__dict_get(w->pid, w->proc, dict, RUNNING_LOOP_KEY,
+				    &loop) &&
+		   lo->holder_loop != PY_OFF_NONE &&
+		   remote__mem_read64(&w->mem, loop + lo->holder_loop, &loop)) {
+		loop = 0;
+	}
+	if (loop) {
+		w->loops[w->nloops].loop = loop;
+		w->loops[w->nloops++].key = key;
+	}
+	return 0;
+}
+
+/* _current_tasks's entries: a loop, and the task it runs now. */
+static int legacy_current(uint64_t key, uint64_t value, void *ctx)
+{
+	struct walk *w = ctx;
+
+	if (w->ncur == MAX_CURRENT)
+		return 1;
+	w->cur[w->ncur].loop = key;
+	w->cur[w->ncur++].task = value;
+	return 0;
+}
+
+static void add_met(struct walk *w, const struct task_head *h)
+{
+	struct task_head *m;
+
+	if (w->nmet == w->metcap) {
+		w->metcap = w->metcap ? w->metcap * 2 : 256;
+		m = realloc(w->met, w->metcap * sizeof(*m));
+		if (!m) {
+			w->err = -ENOMEM;
+			return;
+		}
+		w->met = m;
+	}
+	w->met[w->nmet++] = *h;
+}
+
+/*
+ * The pending tasks of one of asyncio's sets: the WeakSet's data (weak,
+ * each key a weak reference whose referent is the task, None once it
+ * died) or _eager_tasks (the tasks themselves).  Finished tasks stay in
+ * the WeakSet until collected: only pending ones are met.
+ */
+static void legacy_set(struct walk *w, __u64 set, bool weak)
+{
+	const struct offsets_async_legacy *lo = w->l->lo;
+	uint64_t used, mask, table, entry[SET_CHUNK * 2], i, k, n, obj;
+	unsigned char tb[PY_TASK_SIZE_MAX];
+	struct task_head h;
+
+	if (!set)
+		return;
+	if (remote__mem_read64(&w->mem, set + lo->set_used, &used) ||
+	    remote__mem_read64(&w->mem, set + lo->set_mask, &mask) ||
+	    remote__mem_read64(&w->mem, set + lo->set_table, &table) ||
+	    mask >= MAX_TASK_SLOTS || (mask & (mask + 1)) || used > mask + 1) {
+		cut(w, "asyncio's set of tasks is unreadable");
+		return;
+	}
+	for (i = 0; i <= mask && !w->err; i += n) {
+		n = mask + 1 - i < SET_CHUNK ? mask + 1 - i : SET_CHUNK;
+		if (remote__mem_read(&w->mem, table + SET_ENTRY_SIZE * i, entry,
+				     n * SET_ENTRY_SIZE)) {
+			cut(w, "asyncio's set of tasks changed while read");
+			return;
+		}
+		for (k = 0; k < n && !w->err; k++) {
+			obj = entry[2 * k];
+			/* a removed key's dummy has the hash -1, as no key */
+			if (!obj || entry[2 * k + 1] == (uint64_t)-1)
+				continue;
+			if (weak &&
+			    remote__mem_read64(&w->mem, obj + lo->weakref_object,
+					       &obj))
+				continue;
+			if (remote__mem_read(&w->mem, obj, tb, lo->task_size) ||
+			    !head_legacy(w, obj, tb, &h) || h.done)
+				continue;
+			if (w->nmet >= ASYNC_MAX_MET) {
+				cut(w, "more than %d tasks", ASYNC_MAX_MET);
+				return;
+			}
+			add_met(w, &h);
+		}
+	}
+}
+
+static int by_head(const void *pa, const void *pb)
+{
+	const struct task_head *a = pa, *b = pb;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int by_edge(const void *pa, const void *pb)
+{
+	const struct async_edge *a = pa, *b = pb;
+
+	if (a->child != b->child)
+		return a->child < b->child ? -1 : 1;
+	return a->parent < b->parent ? -1 : a->parent > b->parent;
+}
+
+/* The pending task at addr among those met, or NULL. */
+static const struct task_head *met_find(const struct walk *w, __u64 addr)
+{
+	struct task_head key = { .addr = addr };
+
+	return w->nmet ? bsearch(&key, w->met, w->nmet, sizeof(key),
+				 by_head) : NULL;
+}
+
+struct edges {
+	struct async_edge *e;
+	int n, cap;
+};
+
+static int add_edge(struct edges *es, const struct walk *w, __u64 child,
+		    __u64 parent)
+{
+	struct async_edge *ne;
+
+	if (!met_find(w, child) || !met_find(w, parent) || child == parent)
+		return 0;
+	if (es->n == es->cap) {
+		es->cap = es->cap ? es->cap * 2 : 64;
+		ne = realloc(es->e, es->cap * sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		es->e = ne;
+	}
+	es->e[es->n++] = (struct async_edge){ child, parent };
+	return 0;
+}
+
+/* The tasks of a gather() that parent awaits: its _children list. */
+static int gather_edges(struct walk *w, struct edges *es, __u64 fut,
+			__u64 parent)
+{
+	uint64_t list, size, items, child[64];
+	unsigned int left = 64;
+	uint64_t i, k, n;
+	int ret = 0;
+
+	if (pyobj__attr(w->pid, w->proc, fut, "_children", &list, &left) ||
+	    remote__mem_read64(&w->mem, list + 16, &size) ||
+	    remote__mem_read64(&w->mem, list + w->l->lo->list_items, &items) ||
+	    size > MAX_CHILDREN)
+		return 0;
+	for (i = 0; i < size && !ret; i += n) {
+		n = size - i < 64 ? size - i : 64;
+		if (remote__mem_read(&w->mem, items + 8 * i, child, 8 * n))
+			return 0;
+		for (k = 0; k < n && !ret; k++)
+			ret = add_edge(es, w, child[k], parent);
+	}
+	return ret;
+}
+
+/* A TaskGroup's child: its first done-callback is the group's bound
+ * _on_task_done, and the group names its parent task. */
+#define METHOD_SELF	24	/* PyMethodObject im_self */
+static int group_edge(struct walk *w, struct edges *es,
+		      const struct task_head *child)
+{
+	uint64_t group, parent;
+	unsigned int left = 64;
+	char type[16];
+
+	if (!obj_type_name(w, child->callback0, type, sizeof(type)) ||
+	    strcmp(type, "method") ||
+	    remote__mem_read64(&w->mem, child->callback0 + METHOD_SELF,
+			       &group) ||
+	    !obj_type_name(w, group, type, sizeof(type)) ||
+	    strcmp(type, "TaskGroup") ||
+	    pyobj__attr(w->pid, w->proc, group, "_parent_task", &parent,
+			&left))
+		return 0;
+	return add_edge(es, w, child->addr, parent);
+}
+
+/*
+ * Who awaits whom, rebuilt: a task awaits what its fut_waiter holds, a
+ * task itself or a gather() of tasks; a TaskGroup's parent awaits its
+ * children.  (shield(), wait() and as_completed() leave no trace to read
+ * before 3.14: their tasks have no awaiter.)  Kept in l for the reads
+ * that follow a task's awaiters up.
+ */
+static int legacy_edges(struct walk *w)
+{
+	struct edges es = { 0 };
+	uint64_t type;
+	int i, k, ret = 0;
+
+	for (i = 0; i < w->nmet && !ret; i++) {
+		const struct task_head *m = &w->met[i];
+
+		if (m->callback0)
+			ret = group_edge(w, &es, m);
+		if (ret || !m->waiter ||
+		    remote__mem_read64(&w->mem,
+				       m->waiter + w->proc->off.object_type,
+				       &type))
+			continue;
+		if (type == w->l->gathering)
+			ret = gather_edges(w, &es, m->waiter, m->addr);
+		else if (task_type(w, type))
+			ret = add_edge(&es, w, m->waiter, m->addr);
+	}
+	if (ret) {
+		free(es.e);
+		return ret;
+	}
+	if (es.n)
+		qsort(es.e, es.n, sizeof(*es.e), by_edge);
+	for (i = k = 0; i < es.n; i++)
+		if (!k || by_edge(&es.e[i], &es.e[k - 1]))
+			es.e[k++] = es.e[i];
+	free(w->l->edges);
+	w->l->edges = es.e;
+	w->l->nedges = k;
+	return 0;
+}
+
+/* Before 3.14: asyncio's sets of tasks, each pending task met once, then
+ * read as walk_list reads the lists of 3.14. */
+static void legacy_read(struct walk *w)
+{
+	struct async_layout *l = w->l;
+	struct async_task *t;
+	__u64 running, key;
+	int i, j, k;
+
+	if (stackread__tstates(w->pid, w->proc, legacy_thread, w) < 0)
+		cut(w, "the thread list is unreadable");
+	if (pyobj__dict_items(w->pid, w->proc, l->current, MAX_CURRENT,
+			      legacy_current, w) < 0)
+		cut(w, "asyncio's running tasks are unreadable");
+	legacy_set(w, l->sets[0], true);
+	legacy_set(w, l->sets[1], false);
+	if (w->err)
+		return;
+	if (w->nmet)
+		qsort(w->met, w->nmet, sizeof(*w->met), by_head);
+	for (i = k = 0; i < w->nmet; i++)
+		if (!k || w->met[i].addr != w->met[k - 1].addr)
+			w->met[k++] = w->met[i];
+	w->nmet = k;
+	w->out->met = k;
+	w->err = legacy_edges(w);
+	for (i = 0; i < w->nmet && !w->err; i++) {
+		struct task_head *h = &w->met[i];
+
+		running = key = 0;
+		for (j = 0; j < w->ncur; j++)
+			if (w->cur[j].loop == h->loop)
+				running = w->cur[j].task;
+		for (j = 0; j < w->nloops; j++)
+			if (w->loops[j].loop == h->loop)
+				key = w->loops[j].key;
+		if (w->keep < 1 && h->addr != running &&
+		    rand_r(w->seed) >= w->keep * ((double)RAND_MAX + 1))
+			continue;
+		if (w->out->n >= ASYNC_MAX_TASKS) {
+			cut(w, "more than %d tasks", ASYNC_MAX_TASKS);
+			return;
+		}
+		t = new_task(w);
+		if (!t)
+			return;
+		j = first_edge(l, h->addr);
+		h->by = j < 0 ? 0 : l->edges[j].parent;
+		read_task(w, h, key, running, t);
+	}
 }
 
 /* Order by address, then by when the task was met. */
@@ -658,11 +1106,12 @@ int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
 	unsigned char *dbg;
 	int ret;
 
-	if (minor < ASYNC_FIRST_MINOR) {
+	if (minor < ASYNC_SECTION_MINOR) {
 		errmsg__set(err, errlen, "Python 3.%d has no %s", minor,
 			    OFFSETS_ASYNC_SECTION);
 		return -ENOTSUP;
 	}
+	memset(out, 0, sizeof(*out));
 	out->ao = *ao;
 	/* _PyRuntime begins with _Py_DebugOffsets, in memory as in the file */
 	dbg = malloc(OFFSETS_DEBUG_MAX);
@@ -679,15 +1128,109 @@ int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
 	return ret;
 }
 
+/* A global of asyncio.tasks that must be there once asyncio is: 0, or
+ * -ENOENT (not imported yet), -errno. */
+static int tasks_global(pid_t pid, const struct py_proc *proc,
+			const char *name, uint64_t *value, char *err,
+			size_t errlen)
+{
+	int ret = pyobj__module_global(pid, proc, "asyncio.tasks", name, value);
+
+	if (ret == -ENOENT)
+		errmsg__set(err, errlen,
+			    "process %d has not imported asyncio (no asyncio.tasks.%s)",
+			    pid, name);
+	else if (ret)
+		errmsg__set(err, errlen,
+			    "cannot read asyncio.tasks.%s of process %d: %s",
+			    name, pid, strerror(-ret));
+	return ret;
+}
+
+/*
+ * Before 3.14: the facts of 3.minor, checked against the target's own
+ * Task and Future types, and asyncio's objects found through the module
+ * asyncio.tasks (the same objects _asyncio keeps in C).
+ */
+static int layout_legacy(pid_t pid, const struct py_proc *proc, int minor,
+			 struct async_layout *out, char *err, size_t errlen)
+{
+	const struct offsets_async_legacy *lo = offsets__async_legacy(minor);
+	uint64_t fut = 0, ws = 0, size = 0, v[4] = { 0 };
+	unsigned int left = 64;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!lo) {
+		errmsg__set(err, errlen,
+			    "Python 3.%d: asyncio tasks are read from Python 3.%d on (a coroutine has no frame of its own before)",
+			    minor, ASYNC_FIRST_MINOR);
+		return -ENOTSUP;
+	}
+	ret = tasks_global(pid, proc, "_CTask", &v[0], err, errlen);
+	if (ret)
+		return ret;
+	out->ctask = v[0];
+	if (pyobj__type_is(pid, v[0], v[0], &size) != 1 ||
+	    size != lo->task_size ||
+	    pyobj__module_global(pid, proc, "_asyncio", "Future", &fut) ||
+	    pyobj__type_is(pid, fut, fut, &size) != 1 ||
+	    size != lo->future_size) {
+		errmsg__set(err, errlen,
+			    "process %d: its _asyncio Task and Future are not the %u and %u bytes of CPython 3.%d's",
+			    pid, lo->task_size, lo->future_size, minor);
+		return -EINVAL;
+	}
+	ret = tasks_global(pid, proc, "_current_tasks", &v[1], err, errlen);
+	if (!ret)
+		ret = tasks_global(pid, proc, minor == 11 ? "_all_tasks" :
+				   "_scheduled_tasks", &ws, err, errlen);
+	if (!ret && minor > 11)
+		ret = tasks_global(pid, proc, "_eager_tasks", &v[2], err,
+				   errlen);
+	if (ret)
+		return ret;
+	out->current = v[1];
+	out->sets[1] = v[2];
+	/* a WeakSet keeps its weak references in the set .data */
+	if (pyobj__attr(pid, proc, ws, "data", &v[3], &left)) {
+		errmsg__set(err, errlen,
+			    "process %d: asyncio's WeakSet of tasks has no readable data",
+			    pid);
+		return -EINVAL;
+	}
+	/* optional: without it, no task awaits a gather()'s children */
+	out->sets[0] = v[3];
+	if (!pyobj__module_global(pid, proc, "asyncio.tasks",
+				  "_GatheringFuture", &v[0]))
+		out->gathering = v[0];
+	out->lo = lo;
+	out->go = (struct py_gen_offsets){
+		.gen_iframe = lo->gen_iframe,
+		.gen_frame_state = lo->gen_frame_state,
+		.frame_size = lo->frame_size,
+		.frame_stacktop = lo->frame_stacktop,
+		.frame_localsplus = lo->frame_localsplus,
+		.set_used = lo->set_used,
+		.set_table = lo->set_table,
+		.set_mask = lo->set_mask,
+		.state_yield_from = lo->state_await,
+		.state_yield_from_last = lo->state_await,
+		.state_cleared = lo->state_cleared,
+		.owner_generator = lo->owner_generator,
+		.yf_depth = 1,		/* _PyFrame_StackPeek */
+	};
+	return 0;
+}
+
 int asynctasks__open(pid_t pid, const struct py_proc *proc, int minor,
 		     struct async_layout *out, char *err, size_t errlen)
 {
 	struct py_async_offsets ao;
 	int ret;
 
-	if (minor < ASYNC_FIRST_MINOR)
-		return asynctasks__layout(pid, proc, minor, NULL, out, err,
-					  errlen);
+	if (minor < ASYNC_SECTION_MINOR)
+		return layout_legacy(pid, proc, minor, out, err, errlen);
 	ret = asynctasks__locate(pid, &ao, err, errlen);
 	return ret ? ret : asynctasks__layout(pid, proc, minor, &ao, out, err,
 					       errlen);
@@ -716,6 +1259,12 @@ int asynctasks__sample(pid_t pid, const struct py_proc *proc,
 	w.scratch = malloc(sizeof(*w.scratch));
 	if (!w.scratch)
 		return -ENOMEM;
+	if (l->lo) {
+		legacy_read(&w);
+		free(w.met);
+		free(w.scratch);
+		return w.err ? w.err : index_tasks(out);
+	}
 	ret = stackread__tstates(pid, proc, thread_tasks, &w);
 	if (ret < 0 && !w.err)
 		cut(&w, "the thread list is unreadable");
@@ -729,19 +1278,21 @@ int asynctasks__sample(pid_t pid, const struct py_proc *proc,
 	return w.err ? w.err : index_tasks(out);
 }
 
-int asynctasks__heads(pid_t pid, const struct async_layout *l, __u64 addr,
-		      __u64 *name_obj, __u64 *by)
+int asynctasks__heads(pid_t pid, const struct py_proc *proc,
+		      struct async_layout *l, __u64 addr, __u64 *name_obj,
+		      __u64 *by)
 {
-	const struct py_async_offsets *ao = &l->ao;
-	struct remote_mem mem = { .pid = pid };
-	unsigned char tb[PY_TASK_SIZE_MAX];
+	struct async_tasks none = { 0 };
+	struct walk w = {
+		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
+		.mem = { .pid = pid }, .out = &none,
+	};
+	struct task_head h;
 
-	if (ao->task_size > sizeof(tb) ||
-	    remote__mem_read(&mem, addr, tb, ao->task_size) ||
-	    tb[ao->task_is_task] != 1)
+	if (!read_head(&w, addr, &h))
 		return -EFAULT;
-	*name_obj = remote__u64(tb, ao->task_size, ao->task_name);
-	*by = remote__u64(tb, ao->task_size, ao->task_awaited_by);
+	*name_obj = h.name;
+	*by = h.by;
 	return 0;
 }
 
@@ -754,13 +1305,10 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
 		.mem = { .pid = pid }, .out = &none,
 	};
-	unsigned char tb[PY_TASK_SIZE_MAX];
-	size_t size = l->ao.task_size;
+	struct task_head h;
 	int n = 0, i;
 
 	*cut = false;
-	if (size > sizeof(tb))
-		return 0;
 	w.scratch = malloc(sizeof(*w.scratch));
 	if (!w.scratch)
 		return -ENOMEM;
@@ -771,18 +1319,23 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 		}
 		for (i = 0; i < n && out[i].addr != addr; i++)
 			;
-		if (i < n ||
-		    remote__mem_read(&w.mem, addr, tb, size) ||
-		    tb[l->ao.task_is_task] != 1) {
+		if (i < n || !read_head(&w, addr, &h)) {
 			*cut = n > 0;
 			break;
 		}
-		read_task(&w, addr, tb, 0, n ? 0 : addr, &out[n]);
+		read_task(&w, &h, 0, n ? 0 : addr, &out[n]);
 		addr = out[n].nawaiters ? out[n].awaiters[0] : 0;
 		n++;
 	}
 	free(w.scratch);
 	return n;
+}
+
+void asynctasks__close(struct async_layout *l)
+{
+	free(l->edges);
+	l->edges = NULL;
+	l->nedges = 0;
 }
 
 void asynctasks__free(struct async_tasks *t)

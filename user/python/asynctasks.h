@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The asyncio tasks of another process, 3.14+: where _asyncio's
+ * The asyncio tasks of another process: each task's name, state,
+ * coroutine chain and who awaits it.  3.14+: where _asyncio's
  * .AsyncioDebug section says they are (each thread's list, and the
- * interpreter's for threads that died), each task's name, state,
- * coroutine chain and who awaits it.  The lists change under the read:
- * every walk is bounded, every task checked, and a cut list said so.
+ * interpreter's for threads that died).  3.11 to 3.13: the set asyncio
+ * itself keeps them in, with who awaits whom rebuilt from what each task
+ * awaits.  The lists change under the read: every walk is bounded, every
+ * task checked, and a cut list said so.
  */
 #ifndef __PYSIGHT_ASYNCTASKS_H
 #define __PYSIGHT_ASYNCTASKS_H
@@ -16,7 +18,8 @@
 #include "pysight.h"
 #include "offsets.h"
 
-#define ASYNC_FIRST_MINOR	14	/* .AsyncioDebug appeared in 3.14 */
+#define ASYNC_FIRST_MINOR	11	/* coroutines embed their frame */
+#define ASYNC_SECTION_MINOR	14	/* .AsyncioDebug appeared in 3.14 */
 #define ASYNC_MAX_TASKS		10000	/* per process; more: partial */
 #define ASYNC_MAX_CHAIN		64	/* coroutines a task awaits through */
 #define ASYNC_MAX_AWAITERS	16	/* kept per task */
@@ -77,10 +80,29 @@ struct async_tasks {
 /* What reading a process's tasks needs, found once: the section's
  * layout, and the generator's from the interpreter's _Py_DebugOffsets. */
 #define ASYNC_TYPES	32	/* type names remembered */
+#define ASYNC_TASK_TYPES 8	/* types judged task or not, before 3.14 */
+#define ASYNC_LOOPS	16	/* running loops matched to threads */
+
+/* Before 3.14: "child is awaited by parent", as the last read found. */
+struct async_edge {
+	__u64 child, parent;
+};
 
 struct async_layout {
-	struct py_async_offsets ao;
+	struct py_async_offsets ao;	/* 3.14+ */
 	struct py_gen_offsets go;
+	/* 3.11 to 3.13: the facts, and asyncio's objects in the target:
+	 * the sets of tasks (_all_tasks or _scheduled_tasks's data, then
+	 * _eager_tasks), {loop: running task}, the task type and the
+	 * future gather() returns */
+	const struct offsets_async_legacy *lo;
+	__u64 sets[2], current, ctask, gathering;
+	struct {
+		__u64 type;
+		bool task;
+	} task_types[ASYNC_TASK_TYPES];
+	struct async_edge *edges;	/* by child */
+	int nedges;
 	/* type names read, by the type's address: a task's coroutine and
 	 * what it awaits are of a few types, read again at every task */
 	struct {
@@ -92,6 +114,7 @@ struct async_layout {
 /*
  * The layout of process pid (a CPython 3.minor whose facts are proc) with
  * the section ao: 0, or -ENOTSUP (before 3.14), -errno, with why in err.
+ * Free it with asynctasks__close().
  */
 int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
 		       const struct py_async_offsets *ao,
@@ -142,11 +165,13 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 			 struct async_layout *l, __u64 addr,
 			 struct async_task *out, int max, bool *cut);
 void asynctasks__free(struct async_tasks *t);
+void asynctasks__close(struct async_layout *l);
 
 /* The name object and task_awaited_by of the task at addr as it holds
  * them now, in one read: 0, or -EFAULT (no task there). */
-int asynctasks__heads(pid_t pid, const struct async_layout *l, __u64 addr,
-		      __u64 *name_obj, __u64 *by);
+int asynctasks__heads(pid_t pid, const struct py_proc *proc,
+		      struct async_layout *l, __u64 addr, __u64 *name_obj,
+		      __u64 *by);
 
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
 int asynctasks__find(const struct async_tasks *t, __u64 addr);

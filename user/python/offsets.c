@@ -608,6 +608,16 @@ int offsets__gen_from_debug(const void *runtime, size_t len, int minor,
 	return 0;
 }
 
+const struct offsets_async_legacy *offsets__async_legacy(int minor)
+{
+	unsigned int i;
+
+	for (i = 0; i < offsets_async_legacy_table_len; i++)
+		if (offsets_async_legacy_table[i].minor == minor)
+			return &offsets_async_legacy_table[i];
+	return NULL;
+}
+
 /* The section's fields, in its order: one __u64 each. */
 static const size_t async_fields[] = {
 	offsetof(struct py_async_offsets, task_size),

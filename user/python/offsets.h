@@ -45,6 +45,9 @@ struct py_gen_offsets {
 	__u16 gen_iframe;		/* the embedded _PyInterpreterFrame */
 	__u16 gen_frame_state;		/* int8 gi_frame_state */
 	__u16 frame_stackpointer;	/* _PyStackRef *stackpointer */
+	/* before 3.14, an int stacktop instead, counted in slots from
+	 * localsplus (0: stackpointer is there) */
+	__u16 frame_stacktop, frame_localsplus;
 	__u16 frame_size;		/* sizeof(_PyInterpreterFrame) */
 	__u16 set_used, set_table, set_mask;	/* PySetObject */
 	__s8 state_yield_from;		/* suspended in an await: from ... */
@@ -89,6 +92,34 @@ struct py_async_offsets {
 int offsets__async_from_section(const void *buf, size_t len,
 				struct py_async_offsets *out, char *err,
 				size_t errlen);
+
+/*
+ * asyncio before 3.14 (3.11 to 3.13), which has no .AsyncioDebug: the
+ * interpreter's facts from its headers, _asyncio's TaskObj and FutureObj
+ * from a build's DWARF (tools/gen-offsets).  The target's own types are
+ * checked against task_size and future_size before any task is read.
+ */
+struct offsets_async_legacy {
+	int minor;
+	__u16 gen_iframe, gen_frame_state;
+	__u16 frame_size, frame_stacktop, frame_localsplus;
+	__u16 set_used, set_mask, set_table;
+	__u16 list_items;		/* PyListObject ob_item */
+	__u16 weakref_object;		/* PyWeakReference wr_object */
+	__u16 tstate_dict;		/* 3.11, 3.12: the loop in the dict */
+	__u16 tstate_running_loop;	/* 3.13: _PyThreadStateImpl's */
+	__s8 state_await;		/* a coroutine suspended in an await */
+	__s8 state_cleared;
+	__u8 owner_generator;
+	__u16 task_size, future_size;	/* TaskObj, FutureObj */
+	__u16 fut_loop, fut_callback0, fut_state, fut_waiter;
+	__u16 task_coro, task_name;
+	__u16 holder_loop;		/* 3.11 PyRunningLoopHolder rl_loop */
+};
+
+/* The facts for 3.minor, or NULL (3.14+ has its section; before 3.11,
+ * coroutines have no embedded frame). */
+const struct offsets_async_legacy *offsets__async_legacy(int minor);
 
 /*
  * Internal: the generated tables (user/python/offsets_table.c, tools/gen-offsets).
@@ -167,6 +198,8 @@ struct offsets_debug_layout {
 
 extern const struct py_offsets offsets_table[];
 extern const unsigned int offsets_table_len;
+extern const struct offsets_async_legacy offsets_async_legacy_table[];
+extern const unsigned int offsets_async_legacy_table_len;
 extern const struct offsets_debug_layout offsets_debug_layouts[];
 extern const unsigned int offsets_debug_layouts_len;
 extern const struct py_offsets offsets_header_facts[];

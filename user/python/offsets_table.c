@@ -12,6 +12,9 @@
  *   3.10  /root/.pyenv/versions/3.10.13/include/python3.10
  *   3.11  /root/.pyenv/versions/3.11.7/include/python3.11
  *   3.12  /root/.pyenv/versions/3.12.1/include/python3.12
+ *   3.11  asyncio: /root/.pyenv/versions/3.11.7/include/python3.11, /root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_asyncio.cpython-311-x86_64-linux-gnu.so
+ *   3.12  asyncio: /root/.pyenv/versions/3.12.1/include/python3.12, /root/.pyenv/versions/3.12.1/lib/python3.12/lib-dynload/_asyncio.cpython-312-x86_64-linux-gnu.so
+ *   3.13  asyncio: /root/.pyenv/versions/3.13.0/include/python3.13, /root/.pyenv/versions/3.13.0/lib/python3.13/lib-dynload/_asyncio.cpython-313-x86_64-linux-gnu.so
  *   3.13  /var/cache/pysight/chroots/trixie/usr/include/python3.13
  *   3.14  /var/cache/pysight/chroots/sid/usr/include/python3.14
  *   3.15  /var/cache/pysight/chroots/sid/usr/include/python3.15
@@ -258,6 +261,94 @@ const struct py_offsets offsets_table[] = {
 };
 const unsigned int offsets_table_len =
 	sizeof(offsets_table) / sizeof(offsets_table[0]);
+
+/* asyncio tasks before 3.14: served by offsets__async_legacy(). */
+const struct offsets_async_legacy offsets_async_legacy_table[] = {
+	{	/* 3.11.7 */
+		.minor = 11,
+		.gen_iframe = 80,
+		.gen_frame_state = 75,
+		.frame_size = 80,
+		.frame_stacktop = 64,
+		.frame_localsplus = 72,
+		.set_used = 24,
+		.set_mask = 32,
+		.set_table = 40,
+		.list_items = 24,
+		.weakref_object = 16,
+		.tstate_dict = 128,
+		.tstate_running_loop = PY_OFF_NONE,
+		.state_await = -1,
+		.state_cleared = 4,
+		.owner_generator = 1,
+		.task_size = 176,
+		.future_size = 128,
+		.fut_loop = 16,
+		.fut_callback0 = 24,
+		.fut_state = 88,
+		.fut_waiter = 128,
+		.task_coro = 136,
+		.task_name = 144,
+		.holder_loop = 16,
+	},
+	{	/* 3.12.1 */
+		.minor = 12,
+		.gen_iframe = 72,
+		.gen_frame_state = 67,
+		.frame_size = 80,
+		.frame_stacktop = 64,
+		.frame_localsplus = 72,
+		.set_used = 24,
+		.set_mask = 32,
+		.set_table = 40,
+		.list_items = 24,
+		.weakref_object = 16,
+		.tstate_dict = 112,
+		.tstate_running_loop = PY_OFF_NONE,
+		.state_await = -1,
+		.state_cleared = 4,
+		.owner_generator = 1,
+		.task_size = 176,
+		.future_size = 128,
+		.fut_loop = 16,
+		.fut_callback0 = 24,
+		.fut_state = 88,
+		.fut_waiter = 128,
+		.task_coro = 136,
+		.task_name = 144,
+		.holder_loop = PY_OFF_NONE,
+	},
+	{	/* 3.13.0 */
+		.minor = 13,
+		.gen_iframe = 72,
+		.gen_frame_state = 67,
+		.frame_size = 80,
+		.frame_stacktop = 64,
+		.frame_localsplus = 72,
+		.set_used = 24,
+		.set_mask = 32,
+		.set_table = 40,
+		.list_items = 24,
+		.weakref_object = 16,
+		.tstate_dict = PY_OFF_NONE,
+		.tstate_running_loop = 304,
+		.state_await = -1,
+		.state_cleared = 4,
+		.owner_generator = 1,
+		.task_size = 144,
+		.future_size = 104,
+		.fut_loop = 16,
+		.fut_callback0 = 24,
+		.fut_state = 96,
+		.fut_waiter = 112,
+		.task_coro = 120,
+		.task_name = 128,
+		.holder_loop = PY_OFF_NONE,
+	},
+};
+const unsigned int offsets_async_legacy_table_len =
+	sizeof(offsets_async_legacy_table) /
+	sizeof(offsets_async_legacy_table[0]);
 
 /* 3.13+: where each field sits inside that minor's _Py_DebugOffsets. */
 const struct offsets_debug_layout offsets_debug_layouts[] = {

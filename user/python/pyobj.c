@@ -39,6 +39,7 @@
 #define TP_NAME		24
 #define TP_BASICSIZE	32
 #define TP_FLAGS	168
+#define TP_BASE		256
 #define TP_DICTOFFSET	288
 #define TYPE_HEAD	296	/* bytes of a type read at once */
 #define DICT_USED	16
@@ -55,6 +56,7 @@
 #define MAX_ENTRIES	(1u << 16)	/* entries looked through for a global */
 #define CHUNK		128		/* entries read at once */
 #define MAX_INTERPS	64
+#define MAX_BASES	16	/* a type's bases looked through */
 
 enum managed { MANAGED_NONE, MANAGED_311, MANAGED_312, MANAGED_313 };
 
@@ -342,6 +344,31 @@ static int dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
 
 	*value = 0;
 	return err ? err : find_in(pid, proc, &e, key, value, left);
+}
+
+int pyobj__dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
+		    const char *key, uint64_t *value)
+{
+	unsigned int left = MAX_ENTRIES;
+
+	return layout_of(proc) ? dict_get(pid, proc, dict, key, value, &left) :
+				 -ENOTSUP;
+}
+
+int pyobj__type_is(pid_t pid, uint64_t type, uint64_t base,
+		   uint64_t *basicsize)
+{
+	uint64_t t = type;
+	int i;
+
+	for (i = 0; t && i < MAX_BASES; i++) {
+		if (t == base)
+			return remote__read64(pid, type + TP_BASICSIZE,
+					      basicsize) ? -EFAULT : 1;
+		if (remote__read64(pid, t + TP_BASE, &t))
+			return -EFAULT;
+	}
+	return 0;
 }
 
 /* Values kept without a dict, keyed by the type's shared keys. */

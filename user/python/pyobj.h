@@ -36,6 +36,16 @@ int pyobj__dict_items(pid_t pid, const struct py_proc *proc, uint64_t dict,
 int pyobj__attr(pid_t pid, const struct py_proc *proc, uint64_t obj,
 		const char *name, uint64_t *value, unsigned int *left);
 
+/* The value under the str key of the dict at dict: 0, -ENOENT, or
+ * -errno as pyobj__dict_items. */
+int pyobj__dict_get(pid_t pid, const struct py_proc *proc, uint64_t dict,
+		    const char *key, uint64_t *value);
+
+/* Is the type object at type base, or a subclass of it (through tp_base,
+ * at most a few deep)?  1, with type's tp_basicsize, 0, or -EFAULT. */
+int pyobj__type_is(pid_t pid, uint64_t type, uint64_t base,
+		   uint64_t *basicsize);
+
 /* A global of the module sys.modules[module] of the main interpreter;
  * errors as pyobj__attr. */
 int pyobj__module_global(pid_t pid, const struct py_proc *proc,
