@@ -158,6 +158,9 @@ struct frame_ctx {
 	__u16 u_hash, o_type, b_size, b_data;
 	__u8 instr_kind, owner_cstack, skip_foreign, code_cache;
 	__u8 raw_only;		/* hash the frames' fields, check nothing */
+	__u8 owner_gen;		/* PY_PROC_F_ASYNC_OUTER: a coroutine's
+				 * frame owner, else 0 */
+	__u64 outer;		/* ... the root-most such frame met */
 	__u32 tgid;
 };
 

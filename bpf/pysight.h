@@ -125,6 +125,9 @@ struct py_offsets {
 	__u16 tstate_running_task;
 	__u16 task_coro;
 	__u16 gen_iframe;
+	/* --asyncio before 3.14, valid with PY_PROC_F_ASYNC_OUTER: the
+	 * owner of a coroutine's own frame (FRAME_OWNED_BY_GENERATOR) */
+	__u8 owner_generator;
 };
 
 enum py_proc_state {
@@ -139,6 +142,11 @@ enum py_proc_state {
 /* --asyncio: off's tstate_running_task, task_coro and gen_iframe hold,
  * and a sample says which of its frames are the running task's. */
 #define PY_PROC_F_ASYNC		2
+/* --asyncio before 3.14, where no thread state names its running task:
+ * the stack's root-most coroutine frame is taken for the task's (the
+ * event loop calls into the task's coroutine; the frames below it are
+ * the loop's), and a sample's task is that frame's address. */
+#define PY_PROC_F_ASYNC_OUTER	4
 
 /* Value of the per-pid and per-binary maps. */
 struct py_proc {
@@ -272,7 +280,8 @@ struct sample_event {
 	__u16 task_depth;
 	__u16 pad;
 	char comm[PYSIGHT_COMM_LEN];	/* thread name */
-	__u64 task;		/* that task (a Task object), 0: none */
+	__u64 task;		/* that task (a Task object), 0: none; with
+				 * PY_PROC_F_ASYNC_OUTER its coroutine's frame */
 	/* when has_frames, nframes struct py_frame follow, leaf first */
 };
 

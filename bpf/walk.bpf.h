@@ -190,8 +190,14 @@ static long walk_frame(__u32 i, void *data)
 	c->hash = mix64(c->hash ^ code);
 	c->hash = mix64(c->hash ^ ((__u64)(__u32)lasti << 32 | check));
 	c->n++;
-	if (addr == c->task_frame)
+	if (addr == c->task_frame) {
 		c->task_at = c->n;
+	} else if (c->owner_gen && c->f_owner < PYSIGHT_FRAME_WINDOW &&
+		   win[c->f_owner] == c->owner_gen) {
+		/* before 3.14: the root-most coroutine frame so far */
+		c->outer = addr;
+		c->task_at = c->n;
+	}
 	return 0;
 }
 
@@ -333,6 +339,8 @@ static __always_inline void walk_stack(struct sample_buf *b,
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->raw_only = raw_only;
 	c->task_frame = task_frame;
+	if (proc->flags & PY_PROC_F_ASYNC_OUTER)
+		c->owner_gen = off->owner_generator;
 	c->tgid = tgid;
 	read_bulk(off, tstate, frame, c, slot);
 	c->status = ST_COMPLETE;
@@ -391,7 +399,7 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	walk_stack(b, proc, task, tgid, tstate, frame, false, tframe);
 
 	if (c->task_at) {
-		b->ev.task = atask;
+		b->ev.task = c->outer ? c->outer : atask;
 		b->ev.task_depth = c->task_at;
 	}
 	if (c->cache_hits)

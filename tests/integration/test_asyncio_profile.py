@@ -18,14 +18,9 @@ WORKLOAD = os.path.join(HERE, "..", "workloads", "asyncio_service.py")
 
 
 def pytest_generate_tests(metafunc):
-    # ainterp: samples name their running task (3.14+, BPF reads it from
-    # the thread state); winterp: tasks' waits are read (3.11+)
     if "ainterp" in metafunc.fixturenames:
-        interps = [i for i in (find_interp("3.14", "chroot"), find_interp("3.15", "chroot")) if i]
-        metafunc.parametrize("ainterp", interps, ids=[i.id for i in interps])
-    if "winterp" in metafunc.fixturenames:
         interps = task_interpreters()
-        metafunc.parametrize("winterp", interps, ids=[i.id for i in interps])
+        metafunc.parametrize("ainterp", interps, ids=[i.id for i in interps])
 
 
 def start_load(interp, procs, result, alive, seconds, clients):
@@ -110,13 +105,13 @@ def handler_shares(prof, handler):
     return {k: 100.0 * v / total for k, v in got.items()}, total
 
 
-def test_wall_task_causes(winterp, procs, staging, tmp_path):
+def test_wall_task_causes(ainterp, procs, staging, tmp_path):
     """wall mode: each handler's sleep, lock and CPU shares, from the task
     samples at its await points and the CPU samples of its task, match
     what the handler measured of itself within 5 points."""
-    server, result, load = start_service(procs, staging, winterp, 7, 3)
+    server, result, load = start_service(procs, staging, ainterp, 7, 3)
     prof, _ = record(procs, server.pid, tmp_path / "wall.folded", 4, "--mode", "wall")
-    truth = staging.wait_result(winterp, result, server, timeout=30)["handlers"]
+    truth = staging.wait_result(ainterp, result, server, timeout=30)["handlers"]
     tasks = prof.select(lambda fr: fr[0].name == "[asyncio tasks]")
     assert tasks.total > 0, prof.top()
     for frames, _ in tasks.stacks:
@@ -130,23 +125,22 @@ def test_wall_task_causes(winterp, procs, staging, tmp_path):
         assert total > 0 and abs(shares.get(key, 0.0) - expect) <= 5.0, \
             (handler, shares, expect, t)
     # a handler's stack is its connection task's: never the loop's frames
-    # (before 3.14 a CPU sample does not name its task)
-    for frames, _ in prof.containing("db").stacks if winterp.minor_tuple >= (3, 14) else []:
+    for frames, _ in prof.containing("db").stacks:
         assert "BaseEventLoop._run_once" not in [f.name for f in frames], frames
 
 
-def test_wall_loop_busy(winterp, procs, staging, tmp_path):
+def test_wall_loop_busy(ainterp, procs, staging, tmp_path):
     """A handler that blocks the loop: every other task's wait then is the
     loop's, [await: loop busy], at least 80% of what the handler stalled.
     The whole run is recorded, so the two cover the same time."""
-    result = staging.result_file(winterp)
+    result = staging.result_file(ainterp)
     out = tmp_path / "busy.folded"
     rec = Recorder(procs, ["--asyncio", "--mode", "wall", "-o", out, "--"] +
-                   winterp.argv(staging.script(winterp, "asyncio_service.py"), "serve", 5,
+                   ainterp.argv(staging.script(ainterp, "asyncio_service.py"), "serve", 5,
                                 result))
-    start_load(winterp, procs, result, lambda: rec.proc.poll() is None, 5, -3)
+    start_load(ainterp, procs, result, lambda: rec.proc.poll() is None, 5, -3)
     assert rec.wait(60) == 0, rec.stderr
-    truth = staging.read_result(winterp, result)["handlers"]
+    truth = staging.read_result(ainterp, result)["handlers"]
     prof = Profile.load(out)
     busy = sum(c for frames, c in prof.stacks if frames[-1].name == "[await: loop busy]")
     stalled = truth["block"]["stalled"] * 1e6     # the folded file counts microseconds
@@ -196,10 +190,10 @@ def test_wall_10000_idle_tasks(procs, staging, tmp_path):
     assert ticks >= 0.6 * 100 * 6, rec.stderr
 
 
-def test_two_loops(winterp, procs, staging, tmp_path):
+def test_two_loops(ainterp, procs, staging, tmp_path):
     """Two loops in two threads: each task on its own thread, under its
     own loop's tasks."""
-    proc = start_loops(procs, staging, winterp, "two", 60)
+    proc = start_loops(procs, staging, ainterp, "two", 60)
     prof, _ = record(procs, proc.pid, tmp_path / "two.folded", 2, "--mode", "wall",
                      "--threads")
     seen = set()

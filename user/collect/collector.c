@@ -97,6 +97,9 @@ struct task_seen {
 
 #define TASK_SEEN	8
 #define TASK_SEEN_NS	(200 * 1000000ULL)
+#define EDGES_EVERY_NS	(1000 * 1000000ULL)
+#define EDGES_MISS_NS	(50 * 1000000ULL)
+#define EDGES_DUTY	100
 
 /*
  * A pending task as the last read met it: while it awaits the same
@@ -140,6 +143,9 @@ struct ctasks {
 	struct task_seen seen[TASK_SEEN];	/* by the task's address */
 	struct task_known *known;
 	uint64_t reads;			/* reads of every task so far */
+	/* before 3.14: when who awaits whom was last read (ns), and the
+	 * least time to the next read, 100 times what it took */
+	uint64_t edges_ns, edges_cost;
 };
 
 
@@ -1032,7 +1038,8 @@ static bool tasks_ready(struct collector *c, struct cproc *cp,
 	int ret;
 
 	if (t && (t->found || t->never))
-		return t->found && (pp->proc.flags & PY_PROC_F_ASYNC);
+		return t->found && (pp->proc.flags & (PY_PROC_F_ASYNC |
+						       PY_PROC_F_ASYNC_OUTER));
 	if (!t) {
 		t = cp->tasks = calloc(1, sizeof(*t));
 		if (!t)
@@ -1043,12 +1050,6 @@ static bool tasks_ready(struct collector *c, struct cproc *cp,
 				pp->pid, pp->comm, pp->minor, ASYNC_FIRST_MINOR);
 			return false;
 		}
-		if (pp->minor < ASYNC_SECTION_MINOR)
-			pr_warn("--asyncio: process %d (%s) runs Python 3.%d: %s name their running task only from Python 3.%d on",
-				pp->pid, pp->comm, pp->minor,
-				c->o.mode == MODE_CPU ? "its samples" :
-				"its tasks' waits are read, but its CPU samples",
-				ASYNC_SECTION_MINOR);
 	}
 	now = clock__now_ns();
 	if (now < t->next_ns || !c->sampler)
@@ -1056,8 +1057,7 @@ static bool tasks_ready(struct collector *c, struct cproc *cp,
 	asynctasks__close(&t->l);
 	ret = asynctasks__open(pp->pid, &pp->proc, pp->minor, &t->l, err,
 			       sizeof(err));
-	/* BPF finds the running task where 3.14's thread state has it */
-	if (!ret && pp->minor >= ASYNC_SECTION_MINOR)
+	if (!ret)
 		ret = registry__set_async(c->reg, pp->pid, &t->l);
 	if (ret == -ENOENT || ret == -ENOMEM) {
 		t->wait = t->wait ? t->wait * 2 : TASKS_WAIT_FIRST;
@@ -1165,6 +1165,50 @@ static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
 	ts->at_ns = now;
 	ts->cut = cut;
 	return ts;
+}
+
+/*
+ * Before 3.14, who awaits whom, and each task's coroutine, read again
+ * (every task met, none read in full) when the last read is every ns
+ * old, and never more than 1/EDGES_DUTY of the time.  In wall and off
+ * modes each tick's read of the tasks does it.
+ */
+static void edges_read(struct collector *c, struct cproc *cp,
+		       const struct pyproc *pp, uint64_t every)
+{
+	struct ctasks *ct = cp->tasks;
+	uint64_t t0 = clock__now_ns();
+	struct async_tasks at;
+
+	if (t0 - ct->edges_ns < every || t0 - ct->edges_ns < ct->edges_cost)
+		return;
+	asynctasks__sample(pp->pid, &pp->proc, &ct->l, 0.0, &c->seed, NULL,
+			   NULL, &at);
+	asynctasks__free(&at);
+	ct->edges_ns = clock__now_ns();
+	ct->edges_cost = (ct->edges_ns - t0) * EDGES_DUTY;
+}
+
+/*
+ * Before 3.14: the task whose coroutine's frame BPF marked, or 0 (the
+ * root-most coroutine of the stack is no task's, or one that ended
+ * before the sample was read).  A task newer than the last read has the
+ * tasks read again, at most every EDGES_MISS_NS.
+ */
+static __u64 outer_task(struct collector *c, struct cproc *cp,
+			const struct pyproc *pp, __u64 frame)
+{
+	__u64 task;
+
+	if (c->o.mode == MODE_CPU)
+		edges_read(c, cp, pp, EDGES_EVERY_NS);
+	task = asynctasks__running(pp->pid, &pp->proc, &cp->tasks->l, frame);
+	if (!task) {
+		edges_read(c, cp, pp, EDGES_MISS_NS);
+		task = asynctasks__running(pp->pid, &pp->proc, &cp->tasks->l,
+					   frame);
+	}
+	return task;
 }
 
 /*
@@ -1437,7 +1481,7 @@ static int tasks_tick(struct collector *c, struct cproc *cp,
 	ct->reads++;
 	ret = asynctasks__sample(pp->pid, &pp->proc, &ct->l, keep, &c->seed,
 				 task_same, ct, &at);
-	ct->last_ns = now;
+	ct->last_ns = ct->edges_ns = now;
 	c->task_ticks++;
 	c->task_sampled += keep > 0 && keep < 1;
 	c->task_reads += at.n;
@@ -1565,9 +1609,14 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	}
 	if (c->o.asyncio && tasks_ready(c, cp, pp) && ev->task &&
 	    ev->task_depth && ev->task_depth <= stack->n &&
-	    ev->task_depth <= ev->nframes &&
-	    !(stack = task_stack(c, cp, pp, stack, ev->task, ev->task_depth)))
-		return -ENOMEM;
+	    ev->task_depth <= ev->nframes) {
+		__u64 task = pp->proc.flags & PY_PROC_F_ASYNC_OUTER ?
+			outer_task(c, cp, pp, ev->task) : ev->task;
+
+		if (task && !(stack = task_stack(c, cp, pp, stack, task,
+						 ev->task_depth)))
+			return -ENOMEM;
+	}
 	if (ev->kstack >= 0 && !(stack = with_kernel(c, stack, ev->kstack)))
 		return -ENOMEM;
 	memcpy(comm, ev->comm, PYSIGHT_COMM_LEN);

@@ -401,6 +401,14 @@ int registry__set_async(struct registry *r, pid_t pid,
 	HASH_FIND_INT(r->map, &pid, e);
 	if (!e || e->p.state != PY_PROC_PYTHON)
 		return -ESRCH;
+	if (l->lo) {
+		/* before 3.14: the root-most coroutine frame is the task's */
+		p = &e->p.proc;
+		p->off.owner_generator = l->lo->owner_generator;
+		p->flags |= PY_PROC_F_ASYNC_OUTER;
+		publish(r, e);
+		return 0;
+	}
 	/* BPF keeps them in 16 bits; the section was checked, not bounded */
 	if (l->ao.tstate_running_task >= PY_OFF_NONE ||
 	    l->ao.task_coro >= PY_OFF_NONE || l->go.gen_iframe >= PY_OFF_NONE)

@@ -979,6 +979,16 @@ static int legacy_edges(struct walk *w)
 	free(w->l->edges);
 	w->l->edges = es.e;
 	w->l->nedges = k;
+	/* and each task by its coroutine, for the samples to come */
+	es.e = malloc((w->nmet + 1) * sizeof(*es.e));
+	if (!es.e)
+		return -ENOMEM;
+	for (i = 0; i < w->nmet; i++)
+		es.e[i] = (struct async_edge){ w->met[i].coro, w->met[i].addr };
+	qsort(es.e, w->nmet, sizeof(*es.e), by_edge);
+	free(w->l->coros);
+	w->l->coros = es.e;
+	w->l->ncoros = w->nmet;
 	return 0;
 }
 
@@ -1331,11 +1341,59 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 	return n;
 }
 
+static int by_coro(const void *pa, const void *pb)
+{
+	const struct async_edge *a = pa, *b = pb;
+
+	return a->child < b->child ? -1 : a->child > b->child;
+}
+
+struct running {
+	pid_t pid;
+	const struct async_layout *l;
+	__u64 coro, task;
+};
+
+static int running_item(uint64_t loop, uint64_t task, void *ctx)
+{
+	struct running *r = ctx;
+	uint64_t coro;
+
+	(void)loop;
+	if (remote__read64(r->pid, task + r->l->lo->task_coro, &coro) ||
+	    coro != r->coro)
+		return 0;
+	r->task = task;
+	return 1;
+}
+
+__u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
+			  const struct async_layout *l, __u64 frame)
+{
+	struct running r = { pid, l, frame - l->go.gen_iframe, 0 };
+	struct async_edge key = { r.coro, 0 }, *e;
+
+	if (!l->lo || frame < l->go.gen_iframe)
+		return 0;
+	e = l->ncoros ? bsearch(&key, l->coros, l->ncoros, sizeof(key),
+				by_coro) : NULL;
+	/* the task still runs that coroutine: not one freed and reused */
+	if (e && !running_item(0, e->parent, &r))
+		e = NULL;
+	if (e)
+		return e->parent;
+	if (pyobj__dict_items(pid, proc, l->current, MAX_CURRENT,
+			      running_item, &r) < 0)
+		return 0;
+	return r.task;
+}
+
 void asynctasks__close(struct async_layout *l)
 {
 	free(l->edges);
-	l->edges = NULL;
-	l->nedges = 0;
+	free(l->coros);
+	l->edges = l->coros = NULL;
+	l->nedges = l->ncoros = 0;
 }
 
 void asynctasks__free(struct async_tasks *t)

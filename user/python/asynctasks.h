@@ -103,6 +103,8 @@ struct async_layout {
 	} task_types[ASYNC_TASK_TYPES];
 	struct async_edge *edges;	/* by child */
 	int nedges;
+	struct async_edge *coros;	/* {coroutine, its task}, by coroutine */
+	int ncoros;
 	/* type names read, by the type's address: a task's coroutine and
 	 * what it awaits are of a few types, read again at every task */
 	struct {
@@ -172,6 +174,15 @@ void asynctasks__close(struct async_layout *l);
 int asynctasks__heads(pid_t pid, const struct py_proc *proc,
 		      struct async_layout *l, __u64 addr, __u64 *name_obj,
 		      __u64 *by);
+
+/*
+ * Before 3.14: the task whose coroutine's own frame is at frame (what BPF
+ * marks, PY_PROC_F_ASYNC_OUTER): among the tasks the last read met, else
+ * among those asyncio says run now; 0 when neither has it.  Who awaits
+ * it is as the last read found.
+ */
+__u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
+			  const struct async_layout *l, __u64 frame);
 
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
 int asynctasks__find(const struct async_tasks *t, __u64 addr);
