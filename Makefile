@@ -183,6 +183,24 @@ $(OUTPUT)/venv/.done: tests/requirements.txt | $(OUTPUT)
 	$(Q)$(OUTPUT)/venv/bin/pip install -q -r tests/requirements.txt
 	$(Q)touch $@
 
+# aiohttp for the asyncio service test, in a directory for each minor
+# (PYTHONPATH): the interpreters under test have no pip, so the venv's pip
+# fetches their wheels for them.  A minor PyPI has no wheels for is left
+# out, and its tests skip.
+AIOHTTP_MINORS := 3.11 3.12 3.13 3.14 3.15
+
+$(OUTPUT)/aiohttp/.done: tests/requirements-aiohttp.txt | $(OUTPUT)/venv/.done
+	$(call msg,PIP,aiohttp for $(AIOHTTP_MINORS))
+	$(Q)rm -rf $(OUTPUT)/aiohttp && mkdir -p $(OUTPUT)/aiohttp
+	$(Q)for m in $(AIOHTTP_MINORS); do \
+		$(OUTPUT)/venv/bin/pip install -q --target $(OUTPUT)/aiohttp/$$m \
+			--only-binary=:all: --implementation cp --python-version $$m \
+			--platform manylinux2014_$(ARCH) -r tests/requirements-aiohttp.txt || \
+		{ rm -rf $(OUTPUT)/aiohttp/$$m; \
+		  echo "  WARNING  no aiohttp wheels for Python $$m: its tests skip"; }; \
+	done
+	$(Q)touch $@
+
 # Test-only tools from the registries: speedscope's schema and
 # playwright-core (npm; it drives Debian's Chromium, so `npx playwright
 # install` is never needed), and inferno, the Rust FlameGraph, which must
@@ -220,8 +238,8 @@ $(OTELCOL):
 
 otelcol: $(OTELCOL)
 
-integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
-		$(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
+integration: $(OUTPUT)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/aiohttp/.done \
+		$(OUTPUT)/node/.done $(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
 	$(Q)PYSIGHT_OTELCOL=$(OTELCOL) \
 		$(OUTPUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
 
@@ -262,8 +280,8 @@ $(ASAN_DIR)/pysight: $(ASAN_OBJS)
 
 asan: $(ASAN_DIR)/pysight
 
-integration-asan: $(ASAN_DIR)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/node/.done \
-		$(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
+integration-asan: $(ASAN_DIR)/pysight $(OUTPUT)/venv/.done $(OUTPUT)/aiohttp/.done \
+		$(OUTPUT)/node/.done $(OUTPUT)/cargo/bin/inferno-flamegraph $(OTELCOL)
 	$(Q)rm -rf $(ASAN_LOGS) && mkdir -p -m 1777 $(ASAN_LOGS)
 	$(Q)PYSIGHT_BIN=$(abspath $(ASAN_DIR)/pysight) PYSIGHT_OTELCOL=$(OTELCOL) \
 		PYSIGHT_SANITIZER_LOGS=$(abspath $(ASAN_LOGS)) \
