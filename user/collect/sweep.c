@@ -258,8 +258,13 @@ static int account_blocked(struct sweep_thread *t, const struct obs *cur,
 	return 0;
 }
 
-/* Run-queue time: under the stack seen waiting, else the one read
- * running for a preemption, else the last one read. */
+/*
+ * Run-queue time: under the stack seen waiting, else the one read running
+ * for a preemption, else the block the last record saw (woken, a thread
+ * waits for a CPU before it runs: an event loop's wake from epoll_wait
+ * went to the handler it then ran, 1.5-5.6 points of a 2 ms burn's CPU
+ * under load), else the last one read.
+ */
 static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 		      bool pre, sweep_add_fn add, void *ctx)
 {
@@ -274,6 +279,8 @@ static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 		stack = t->prev.stack;
 	else if (pre && t->run_stack)
 		stack = t->run_stack;
+	else if (t->prev.kind != KIND_CPU && t->prev.stack)
+		stack = t->prev.stack;
 	else
 		stack = cur->stack ? cur->stack : t->stack;
 	if (!stack) {
