@@ -125,6 +125,10 @@ struct py_offsets {
 	__u16 tstate_running_task;
 	__u16 task_coro;
 	__u16 gen_iframe;
+	/* ... and the task's name and who awaits it, read with the sample:
+	 * a task may end before user space reads the sample */
+	__u16 task_name;
+	__u16 task_awaited_by;
 	/* --asyncio before 3.14, valid with PY_PROC_F_ASYNC_OUTER: the
 	 * owner of a coroutine's own frame (FRAME_OWNED_BY_GENERATOR) */
 	__u8 owner_generator;
@@ -282,6 +286,8 @@ struct sample_event {
 	char comm[PYSIGHT_COMM_LEN];	/* thread name */
 	__u64 task;		/* that task (a Task object), 0: none; with
 				 * PY_PROC_F_ASYNC_OUTER its coroutine's frame */
+	__u64 task_name;	/* PY_PROC_F_ASYNC: the task's name object */
+	__u64 task_by;		/* ... and its task_awaited_by (0: none) */
 	/* when has_frames, nframes struct py_frame follow, leaf first */
 };
 

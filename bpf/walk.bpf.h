@@ -355,7 +355,8 @@ static __always_inline void walk_stack(struct sample_buf *b,
  * stale or hostile value can only fail to match.
  */
 static __always_inline __u64 running_task_frame(const struct py_proc *proc,
-						__u64 tstate, __u64 *task)
+						__u64 tstate, __u64 *task,
+						struct sample_event *ev)
 {
 	const struct py_offsets *off = &proc->off;
 	__u64 coro = 0;
@@ -365,6 +366,10 @@ static __always_inline __u64 running_task_frame(const struct py_proc *proc,
 	    read_u64(tstate + off->tstate_running_task, task) || !*task ||
 	    read_u64(*task + off->task_coro, &coro) || !coro)
 		return 0;
+	/* what names it, now: a request's task may be gone when user
+	 * space reads this (a failed read leaves 0) */
+	read_u64(*task + off->task_name, &ev->task_name);
+	read_u64(*task + off->task_awaited_by, &ev->task_by);
 	return coro + off->gen_iframe;
 }
 
@@ -385,6 +390,8 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	b->ev.nframes = 0;
 	b->ev.stack_hash = 0;
 	b->ev.task = 0;
+	b->ev.task_name = 0;
+	b->ev.task_by = 0;
 	b->ev.task_depth = 0;
 
 	err = find_tstate(b, proc, task, tid, &tstate);
@@ -395,7 +402,7 @@ static __always_inline void collect_stack(struct sample_buf *b,
 		b->ev.status = -err;
 		return;
 	}
-	tframe = running_task_frame(proc, tstate, &atask);
+	tframe = running_task_frame(proc, tstate, &atask, &b->ev);
 	walk_stack(b, proc, task, tgid, tstate, frame, false, tframe);
 
 	if (c->task_at) {

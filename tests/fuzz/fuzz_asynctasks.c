@@ -55,7 +55,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (asynctasks__find(&t, t.tasks[i].addr) != i)
 				__builtin_trap();
 			if (asynctasks__awaiters(1, &proc, &l, t.tasks[i].addr,
-						 chain, 4, &cut) > 4)
+						 0, 0, chain, 4, &cut) > 4)
+				__builtin_trap();
+			/* as BPF read its name and awaiters, now stale */
+			if (asynctasks__awaiters(1, &proc, &l, t.tasks[i].addr,
+						 t.tasks[i].name_obj,
+						 t.tasks[i].by, chain, 4,
+						 &cut) > 4)
 				__builtin_trap();
 		}
 		/* and a share of them, as the sweep reads many */

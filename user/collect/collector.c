@@ -1130,25 +1130,27 @@ static int chain_buffer(struct collector *c)
 
 /* The stack above a running task's frames: read, or as last seen. */
 static const struct task_seen *task_above(struct collector *c, struct cproc *cp,
-					  const struct pyproc *pp, __u64 task)
+					  const struct pyproc *pp, __u64 task,
+					  __u64 name, __u64 by)
 {
 	const struct async_task *chain[TASK_CHAIN_MAX];
 	struct ctasks *ct = cp->tasks;
 	struct task_seen *ts = &ct->seen[(task >> 4) % TASK_SEEN];
 	uint64_t now = clock__now_ns();
-	__u64 name, by;
 	bool cut;
 	int n, i;
 
-	if (asynctasks__heads(pp->pid, &pp->proc, &ct->l, task, &name, &by))
+	/* as the sample found them, else as they are now */
+	if (!name && !by &&
+	    asynctasks__heads(pp->pid, &pp->proc, &ct->l, task, &name, &by))
 		return NULL;
 	if (ts->task == task && ts->name == name && ts->by == by &&
 	    now - ts->at_ns < TASK_SEEN_NS)
 		return ts;
 	if (chain_buffer(c))
 		return NULL;
-	n = asynctasks__awaiters(pp->pid, &pp->proc, &ct->l, task, c->chain,
-				 TASK_CHAIN_MAX, &cut);
+	n = asynctasks__awaiters(pp->pid, &pp->proc, &ct->l, task, name, by,
+				 c->chain, TASK_CHAIN_MAX, &cut);
 	if (n <= 0)
 		return NULL;
 	for (i = 0; i < n; i++)
@@ -1213,17 +1215,19 @@ static __u64 outer_task(struct collector *c, struct cproc *cp,
 
 /*
  * The stack of a sample whose leaf depth frames of s are the running
- * task's (task): the tasks awaiting it, root first, then the task's own
- * frames.  The event loop's frames below the task are left out.  s
- * itself when the task cannot be read; NULL on ENOMEM.
+ * task's (task; its name and task_awaited_by as BPF read them, or 0):
+ * the tasks awaiting it, root first, then the task's own frames.  The
+ * event loop's frames below the task are left out.  s itself when the
+ * task cannot be read; NULL on ENOMEM.
  */
 static const struct pstack *task_stack(struct collector *c, struct cproc *cp,
 				       const struct pyproc *pp,
 				       const struct pstack *s, __u64 task,
-				       unsigned int depth)
+				       unsigned int depth, __u64 name,
+				       __u64 by)
 {
 	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
-	const struct task_seen *ts = task_above(c, cp, pp, task);
+	const struct task_seen *ts = task_above(c, cp, pp, task, name, by);
 	unsigned int k = 0, j, max = PYSIGHT_MAX_FRAMES + 1;
 
 	if (!ts)
@@ -1419,7 +1423,7 @@ static const struct pstack *task_full_stack(struct collector *c,
 		if (chain_buffer(c))
 			return NULL;
 		got = asynctasks__awaiters(pp->pid, &pp->proc, &cp->tasks->l,
-					   t->awaiters[0], c->chain,
+					   t->awaiters[0], 0, 0, c->chain,
 					   TASK_CHAIN_MAX, &cut);
 		for (p = 0; p < got; p++)
 			chain[p] = &c->chain[p];
@@ -1614,7 +1618,8 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 			outer_task(c, cp, pp, ev->task) : ev->task;
 
 		if (task && !(stack = task_stack(c, cp, pp, stack, task,
-						 ev->task_depth)))
+						 ev->task_depth, ev->task_name,
+						 ev->task_by)))
 			return -ENOMEM;
 	}
 	if (ev->kstack >= 0 && !(stack = with_kernel(c, stack, ev->kstack)))
@@ -1909,7 +1914,7 @@ static const struct pstack *sweep_stack(struct collector *c,
 	stack = name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
 			    c->sweep_sr->n);
 	depth = stack ? read_task_depth(pp, c->sweep_sr, &task) : 0;
-	return depth ? task_stack(c, cp, pp, stack, task, depth) : stack;
+	return depth ? task_stack(c, cp, pp, stack, task, depth, 0, 0) : stack;
 }
 
 static int sweep_one(void *ctx, const struct thread_record *r)

@@ -411,11 +411,15 @@ int registry__set_async(struct registry *r, pid_t pid,
 	}
 	/* BPF keeps them in 16 bits; the section was checked, not bounded */
 	if (l->ao.tstate_running_task >= PY_OFF_NONE ||
-	    l->ao.task_coro >= PY_OFF_NONE || l->go.gen_iframe >= PY_OFF_NONE)
+	    l->ao.task_coro >= PY_OFF_NONE || l->go.gen_iframe >= PY_OFF_NONE ||
+	    l->ao.task_name >= PY_OFF_NONE ||
+	    l->ao.task_awaited_by >= PY_OFF_NONE)
 		return -ERANGE;
 	p = &e->p.proc;
 	p->off.tstate_running_task = l->ao.tstate_running_task;
 	p->off.task_coro = l->ao.task_coro;
+	p->off.task_name = l->ao.task_name;
+	p->off.task_awaited_by = l->ao.task_awaited_by;
 	p->off.gen_iframe = l->go.gen_iframe;
 	p->flags |= PY_PROC_F_ASYNC;
 	publish(r, e);

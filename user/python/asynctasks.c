@@ -610,8 +610,9 @@ static void read_awaiters(struct walk *w, const struct task_head *h,
 	}
 }
 
-static void read_task(struct walk *w, const struct task_head *h,
-		      __u64 thread_key, __u64 running, struct async_task *t)
+static void read_task_as(struct walk *w, const struct task_head *h,
+			 __u64 thread_key, __u64 running,
+			 struct async_task *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->addr = h->addr;
@@ -638,6 +639,28 @@ static void read_task(struct walk *w, const struct task_head *h,
 		snprintf(t->awaits, sizeof(t->awaits), "[unknown]");
 	read_chain(w, h->coro, t);
 	read_awaiters(w, h, t);
+}
+
+/*
+ * The task as its head h was read, its name, coroutines and awaiters
+ * read after: the task runs on meanwhile.  Once its head reads the same
+ * again, they go together; a task that moved is read once more (a task
+ * read as it started, Task-91, was shown awaiting the lock its handler
+ * took after it named the task "locked").
+ */
+static void read_task(struct walk *w, const struct task_head *h,
+		      __u64 thread_key, __u64 running, struct async_task *t)
+{
+	struct task_head again;
+
+	read_task_as(w, h, thread_key, running, t);
+	if (t->known || !h->coro || !read_head(w, h->addr, &again) ||
+	    (again.name == h->name && again.waiter == h->waiter &&
+	     again.coro == h->coro))
+		return;
+	if (w->l->lo)
+		again.by = h->by;	/* the edges this read made */
+	read_task_as(w, &again, thread_key, running, t);
 }
 
 static struct async_task *new_task(struct walk *w)
@@ -1307,9 +1330,10 @@ int asynctasks__heads(pid_t pid, const struct py_proc *proc,
 }
 
 int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
-			 struct async_layout *l, __u64 addr,
-			 struct async_task *out, int max, bool *cut)
+			 struct async_layout *l, __u64 addr, __u64 name_obj,
+			 __u64 by, struct async_task *out, int max, bool *cut)
 {
+	char type[16];
 	struct async_tasks none = { 0 };
 	struct walk w = {
 		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
@@ -1329,7 +1353,13 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 		}
 		for (i = 0; i < n && out[i].addr != addr; i++)
 			;
-		if (i < n || !read_head(&w, addr, &h)) {
+		if (!n && (name_obj || by)) {
+			h = (struct task_head){ .addr = addr, .name = name_obj,
+						.by = by };
+			h.by_is_set = by && obj_type_name(&w, by, type,
+							  sizeof(type)) &&
+				      !strcmp(type, "set");
+		} else if (i < n || !read_head(&w, addr, &h)) {
 			*cut = n > 0;
 			break;
 		}

@@ -161,11 +161,14 @@ int asynctasks__cause(const struct async_task *t, const char *qualname,
  * nobody awaits: at most max into out, out[0] the task.  Each is read as
  * asynctasks__read reads it; the first of its awaiters is followed.  How
  * many, 0 when addr is no task, or -ENOMEM.  *cut: the chain ends early
- * (too long, a loop, an awaiter unreadable).
+ * (too long, a loop, an awaiter unreadable).  name_obj and by, when not
+ * both 0, are the task's name and task_awaited_by as read before (the
+ * task may have ended since): out[0] is made of them, without its
+ * coroutines.
  */
 int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
-			 struct async_layout *l, __u64 addr,
-			 struct async_task *out, int max, bool *cut);
+			 struct async_layout *l, __u64 addr, __u64 name_obj,
+			 __u64 by, struct async_task *out, int max, bool *cut);
 void asynctasks__free(struct async_tasks *t);
 void asynctasks__close(struct async_layout *l);
 
