@@ -40,7 +40,7 @@ static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "The process to dump (repeatable; default every Python process)", 0 },
 	{ "json", 'j', NULL, 0, "One JSON document, for scripts", 0 },
 	{ "locals", 'l', NULL, 0, "Each frame's local variables, with short values of simple types", 0 },
-	{ "tasks", 't', NULL, 0, "The asyncio tasks instead (Python 3.14+): who awaits whom, each task's state and coroutines", 0 },
+	{ "tasks", 't', NULL, 0, "The asyncio tasks instead (Python 3.11+): who awaits whom, each task's state and coroutines", 0 },
 	{},
 };
 

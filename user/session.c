@@ -49,7 +49,7 @@ static const struct argp_option session_options[] = {
 	{ "gil", OPT_GIL, NULL, 0, "Only on-CPU samples of the thread holding the GIL", 0 },
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
 	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: sweep (default: every moved thread's state at each tick, nothing on switches, under 1% of a CPU) or trace (every context switch of the host, a Python thread's stack as it leaves the CPU: exact, but 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target)", 0 },
-	{ "asyncio", OPT_ASYNCIO, NULL, 0, "Show each sample of an asyncio program (Python 3.14+) as its running task's stack: the tasks that await it, root first, each as [task NAME] and its coroutines, in place of the event loop's frames", 0 },
+	{ "asyncio", OPT_ASYNCIO, NULL, 0, "asyncio programs (Python 3.11+): each sample as its running task's stack (the tasks that await it, root first, each as [task NAME] and its coroutines) in place of the event loop's frames; in wall and off modes, each waiting task's time too, at its await point ([await: sleep|io|lock|task|executor|other|loop busy]), as time of its own", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
