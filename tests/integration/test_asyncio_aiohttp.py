@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, find_interp
 from test_asyncio_profile import handler_shares, record
 from test_dump_tasks import task_interpreters
 
@@ -41,13 +41,14 @@ def aiohttp_path(staging, interp):
     return guest
 
 
-def start_service(procs, staging, interp, seconds, clients=3):
-    """The service, and once it listens (its port in RESULT.port), its load:
-    clients keep-alive connections from the host's Python."""
+def start_service(procs, staging, interp, seconds, clients=3, *loop):
+    """The service (on uvloop's loop with loop "uvloop"), and once it
+    listens (its port in RESULT.port), its load: clients keep-alive
+    connections from the host's Python."""
     env = dict(os.environ, PYTHONPATH=aiohttp_path(staging, interp))
     result = staging.result_file(interp)
     server = procs.start(interp.argv(staging.script(interp, "aiohttp_service.py"), "serve",
-                                     seconds, result), env=env)
+                                     seconds, result, *loop), env=env)
     port_file = interp.host_path(result + ".port")
     deadline = time.monotonic() + 30
     while not os.path.exists(port_file):
@@ -100,6 +101,33 @@ def test_wall_handler_causes(ainterp, procs, staging, tmp_path):
     server, result = start_service(procs, staging, ainterp, 7)
     prof, _ = record(procs, server.pid, tmp_path / "wall.folded", 4, "--mode", "wall")
     truth = staging.wait_result(ainterp, result, server, timeout=30)["handlers"]
+    assert_shares(prof, truth)
+
+
+@pytest.mark.parametrize("where", [("3.12", "pyenv"), ("3.14", "chroot")],
+                         ids=["3.12", "3.14"])
+def test_uvloop(where, procs, staging, tmp_path):
+    """uvloop's event loop, in Cython, runs asyncio's own tasks: the same
+    shares in wall mode, and (3.14+) fast's CPU under its task, with no
+    Python loop frames below it at all."""
+    interp = find_interp(*where)
+    if not interp:
+        pytest.skip("no Python %s (%s)" % where)
+    server, result = start_service(procs, staging, interp, 7, 3, "uvloop")
+    prof, _ = record(procs, server.pid, tmp_path / "uv.folded", 4, "--mode", "wall")
+    truth = staging.wait_result(interp, result, server, timeout=30)["handlers"]
+    assert_shares(prof, truth)
+    burn = prof.select(lambda fr: fr[-1].name == "burn" and fr[0].name != "[asyncio tasks]")
+    assert burn.total > 0, prof.top()
+    if interp.minor_tuple >= (3, 14):
+        for frames, _ in burn.stacks:
+            names = [f.name for f in frames]
+            assert innermost_task(names) == "[task fast]", names
+
+
+def assert_shares(prof, truth):
+    """Each handler's cpu, sleep and lock shares, within 5 points of its
+    own measure; its awaits under its request's task."""
     for handler, t in truth.items():
         shares, total = handler_shares(prof, handler)
         assert total > 0, (handler, prof.top())

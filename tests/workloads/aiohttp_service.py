@@ -3,7 +3,7 @@ from PyPI: the tasks are aiohttp's, a task per connection and one per
 request, started eagerly from 3.12 on (the request's first step runs
 inside its connection task's).
 
-usage: aiohttp_service.py serve SECONDS RESULT_JSON   (aiohttp on PYTHONPATH)
+usage: aiohttp_service.py serve SECONDS RESULT_JSON [uvloop]   (aiohttp on PYTHONPATH)
        aiohttp_service.py load PORT SECONDS CLIENTS   (the standard library only)
 
 serve: aiohttp.web on 127.0.0.1 (an ephemeral port, written into
@@ -15,8 +15,9 @@ RESULT_JSON.port once it listens), with three handlers:
 Each names its request's task after itself (aiohttp's are Task-N), so
 that a sample says whose it is, and times itself, its response included:
 wall by monotonic, its awaits of sleep and of the lock by monotonic
-around them, and its CPU by thread_time outside them.  After SECONDS the totals go to RESULT_JSON
-and the process exits.
+around them, and its CPU by thread_time outside them.  After SECONDS the
+totals go to RESULT_JSON and the process exits.  With uvloop, uvloop's
+event loop (Cython; its tasks are still asyncio's) runs it.
 
 load: CLIENTS threads, each with its own keep-alive HTTP connection,
 asking for /fast, /db and /locked in turn until SECONDS pass.
@@ -145,7 +146,10 @@ def load(port, seconds, clients):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
+    if sys.argv[1] == "serve" and sys.argv[4:] == ["uvloop"]:
+        import uvloop
+        uvloop.run(serve(float(sys.argv[2]), sys.argv[3]))
+    elif sys.argv[1] == "serve":
         asyncio.run(serve(float(sys.argv[2]), sys.argv[3]))
     else:
         load(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
