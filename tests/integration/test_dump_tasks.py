@@ -176,3 +176,27 @@ def test_dump_tasks_torn_list(procs, staging, how):
     run = run_pysight(procs, ["dump", "--tasks", "-p", proc.pid], timeout=30)
     assert run.returncode == 0 and "[partial: " in run.stdout, run.stdout
     assert proc.poll() is None
+
+
+def test_dump_tasks_freed_coroutine(procs, staging):
+    """A task whose coroutine was freed under the read (its memory
+    unmapped since): that task is shown with no frame of its own, marked
+    partial, the others in full."""
+    interp = sid314()
+    result = staging.result_file(interp)
+    proc = procs.start(interp.argv(staging.script(interp, "asyncio_torn.py"), "freed", 60,
+                                   result), stdout=subprocess.DEVNULL)
+    assert staging.wait_result(interp, result, proc) == {"ready": "freed"}
+    run = run_pysight(procs, ["dump", "--tasks", "--json", "-p", proc.pid], timeout=30)
+    assert run.returncode == 0, run.stderr
+    [p] = json.loads(run.stdout)["processes"]
+    tasks = {t["name"]: t for t in p["tasks"]}
+    assert sorted(tasks) == ["t0", "t1", "t2"] and not p["partial"], p
+    assert tasks["t1"]["status"] == "frame read fault", tasks["t1"]
+    assert [f["name"] for f in tasks["t1"]["frames"]] == ["[partial stack]"], tasks["t1"]
+    for n in ("t0", "t2"):
+        assert tasks[n]["status"] == "complete", tasks[n]
+        assert [f["name"] for f in tasks[n]["frames"]] == ["sleeper"], tasks[n]
+    run = run_pysight(procs, ["dump", "--tasks", "-p", proc.pid], timeout=30)
+    assert run.returncode == 0 and 'Task "t1"' in run.stdout, run.stdout
+    assert proc.poll() is None

@@ -7,18 +7,22 @@ walks or changes their thread's task list again; then one link is broken,
 as a reader racing the list could see it:
 - "loop": t2's next points back at t0 (a cycle that never meets the head);
 - "null": t1's next is NULL (a node unlinked under the read);
-- "stray": t1's next points into an object that is no task.
+- "stray": t1's next points into an object that is no task;
+- "freed": t1's coroutine is memory given back to the system (a
+  coroutine freed under the read, its page unmapped since).
 The process never returns to asyncio (its exit would walk the list): it
 sleeps, then leaves with os._exit.  RESULT_JSON says it is ready.
 """
 import asyncio
 import ctypes
 import json
+import mmap
 import os
 import sys
 import time
 
 NODE = 152  # offsetof(TaskObj, task_node), .AsyncioDebug of 3.14.10 and 3.15.2
+CORO = 128  # offsetof(TaskObj, task_coro), the same
 
 
 def word(addr, value=None):
@@ -46,6 +50,14 @@ elif how == "null":
     word(node[1], 0)
 elif how == "stray":
     word(node[1], id(stray) + 32)
+elif how == "freed":
+    assert word(id(t[1]) + CORO) == id(t[1].get_coro()), "not 3.14's TaskObj"
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    view = ctypes.c_char.from_buffer(page)
+    gone = ctypes.addressof(view)
+    del view
+    page.close()    # unmapped: a read there fails
+    word(id(t[1]) + CORO, gone)
 with open(path + ".tmp", "w") as f:
     json.dump({"ready": how}, f)
 os.rename(path + ".tmp", path)

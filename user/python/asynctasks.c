@@ -409,8 +409,13 @@ static void read_chain(struct walk *w, __u64 coro, struct async_task *t)
 			break;
 		}
 		state = (__s8)head[go->gen_frame_state];
-		if (state == go->state_cleared)
+		if (state == go->state_cleared) {
+			/* a pending task's own coroutine is never done with:
+			 * this one was freed under the read */
+			if (!depth)
+				t->status = ST_ERR_READ_FRAME;
 			break;
+		}
 		faddr = coro + go->gen_iframe;
 		if (head[go->gen_iframe + w->proc->off.frame_owner] !=
 		    go->owner_generator) {
