@@ -39,12 +39,12 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("tinterp", interps, ids=[i.id for i in interps])
 
 
-def start_tree(procs, staging, interp, seconds=60):
+def start_tree(procs, staging, interp, seconds=60, *extra):
     """asyncio_tree.py in a mount namespace of its own, the chroot's /proc
     mounted there: pstree, run in the same namespace and chroot, reads
     /proc.  The mount goes with the namespace."""
     result = staging.result_file(interp)
-    guest = interp.argv(staging.script(interp, "asyncio_tree.py"), seconds, result)
+    guest = interp.argv(staging.script(interp, "asyncio_tree.py"), seconds, result, *extra)
     if interp.chroot:
         guest = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                  'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"',
@@ -200,3 +200,27 @@ def test_dump_tasks_freed_coroutine(procs, staging):
     run = run_pysight(procs, ["dump", "--tasks", "-p", proc.pid], timeout=30)
     assert run.returncode == 0 and 'Task "t1"' in run.stdout, run.stdout
     assert proc.poll() is None
+
+
+@pytest.mark.parametrize("where", [("3.11", "debian"), ("3.13", "chroot")], ids=["3.11", "3.13"])
+def test_dump_tasks_pytask(where, procs, staging):
+    """asyncio's pure-Python tasks (_PyTask, every field an attribute): the
+    same tree, under the C task asyncio.run starts.  (3.14+ lists only C
+    tasks, as CPython's pstree does.)"""
+    interp = find_interp(*where)
+    if not interp:
+        pytest.skip("no Python %s (%s)" % where)
+    proc, result = start_tree(procs, staging, interp, 60, "pytask")
+    run = run_pysight(procs, ["dump", "--tasks", "--json", "-p", proc.pid], timeout=60)
+    assert run.returncode == 0, run.stderr
+    [p] = json.loads(run.stdout)["processes"]
+    tasks = {t["address"]: t for t in p["tasks"]}
+    by_name = {t["name"]: t for t in tasks.values()}
+    assert set(by_name) == NAMES | {"Task-1"} and not p["partial"], sorted(by_name)
+    edges = {(tasks[a]["name"], t["name"]) for t in tasks.values() for a in t["awaited_by"]}
+    want = {("Task-1", "main")} | {("main", c) for c in CHILDREN} | set(CHILDREN.items())
+    assert edges == want, edges
+    assert by_name["child-1"]["awaits"] == "Task", by_name["child-1"]
+    frames = {n: [f["name"] for f in t["frames"]] for n, t in by_name.items()}
+    assert frames["grandchild-2"] == ["Event.wait", "grandchild"], frames
+    assert all(t["thread"] == result["tid"] for t in tasks.values()), tasks

@@ -1,6 +1,6 @@
 """Nested asyncio tasks, all blocked, for `pysight dump --tasks`.
 
-usage: asyncio_tree.py SECONDS RESULT_JSON
+usage: asyncio_tree.py SECONDS RESULT_JSON [pytask]
 
 main -> gather(child-1, child-2, child-3); each child awaits its own task
 grandchild-N.  grandchild-1 and -3 sleep; grandchild-2 waits on an Event.
@@ -51,5 +51,20 @@ async def main(path, seconds):
                            for n in (1, 2, 3)))
 
 
+def pytask_factory(loop, coro, **kw):
+    """asyncio's pure-Python Task, which it keeps as _PyTask: every field
+    an attribute, none in C."""
+    return asyncio.tasks._PyTask(coro, loop=loop, **kw)
+
+
+async def start_pytasks(path, seconds):
+    """main in a _PyTask, under asyncio.run's own (C) task."""
+    asyncio.get_running_loop().set_task_factory(pytask_factory)
+    await asyncio.create_task(main(path, seconds))
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[2], float(sys.argv[1])))
+    if sys.argv[3:] == ["pytask"]:
+        asyncio.run(start_pytasks(sys.argv[2], float(sys.argv[1])))
+    else:
+        asyncio.run(main(sys.argv[2], float(sys.argv[1])))

@@ -530,38 +530,81 @@ static void head_314(const struct py_async_offsets *ao, __u64 addr,
 	h->loop = 0;
 }
 
-/* Before 3.14: is the type at type a task's (_asyncio.Task, or a class
- * derived from it that keeps its layout)?  Judged once per type. */
-static bool task_type(struct walk *w, __u64 type)
+enum { TASK_NONE, TASK_C, TASK_PY };
+
+/* Before 3.14: is the type at type a task's?  TASK_C: _asyncio.Task, or
+ * a class derived from it that keeps its layout; TASK_PY: asyncio's
+ * pure-Python Task (_PyTask) or one derived from it.  Judged once per
+ * type. */
+static int task_type(struct walk *w, __u64 type)
 {
 	struct async_layout *l = w->l;
 	uint64_t size = 0;
 	unsigned int i = (type >> 4) % ASYNC_TASK_TYPES;
 
 	if (type == l->ctask)
-		return true;
+		return TASK_C;
 	if (!type)
-		return false;
+		return TASK_NONE;
 	if (l->task_types[i].type != type) {
 		l->task_types[i].type = type;
-		l->task_types[i].task =
+		l->task_types[i].kind =
 			pyobj__type_is(w->pid, type, l->ctask, &size) == 1 &&
-			size >= l->lo->task_size && size < PY_TASK_SIZE_MAX;
+			size >= l->lo->task_size && size < PY_TASK_SIZE_MAX ?
+			TASK_C : l->pytask &&
+			pyobj__type_is(w->pid, type, l->pytask, &size) == 1 ?
+			TASK_PY : TASK_NONE;
 	}
-	return l->task_types[i].task;
+	return l->task_types[i].kind;
 }
 
-/* Before 3.14: the head of the task at addr, whose object is tb (the
- * task's task_size bytes), or false for an object that is no task. */
-static bool head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
+/* An attribute of a pure-Python task; 0 for None or none. */
+static __u64 py_field(struct walk *w, __u64 obj, const char *name,
+		      unsigned int *left)
+{
+	uint64_t v = 0;
+	char type[16];
+
+	if (pyobj__attr(w->pid, w->proc, obj, name, &v, left) ||
+	    (obj_type_name(w, v, type, sizeof(type)) &&
+	     !strcmp(type, "NoneType")))
+		return 0;
+	return v;
+}
+
+/* The head of the pure-Python task at addr: its attributes. */
+static bool head_py(struct walk *w, __u64 addr, struct task_head *h)
+{
+	unsigned int left = 256;	/* entries of its dict, for all */
+	__u64 state;
+	int e;
+
+	memset(h, 0, sizeof(*h));
+	h->addr = addr;
+	h->coro = py_field(w, addr, "_coro", &left);
+	if (!h->coro)
+		return false;
+	h->waiter = py_field(w, addr, "_fut_waiter", &left);
+	h->name = py_field(w, addr, "_name", &left);
+	h->loop = py_field(w, addr, "_loop", &left);
+	/* _state is the class's 'PENDING' until the task is done */
+	state = py_field(w, addr, "_state", &left);
+	h->done = state && state != w->l->pending;
+	e = first_edge(w->l, addr);
+	h->by = e < 0 ? 0 : w->l->edges[e].parent;
+	return true;
+}
+
+/* Before 3.14: the head of the C task at addr, whose object is tb (the
+ * task's task_size bytes). */
+static void head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
 			struct task_head *h)
 {
 	const struct offsets_async_legacy *lo = w->l->lo;
 	size_t n = lo->task_size;
 	int e;
 
-	if (!task_type(w, remote__u64(tb, n, w->proc->off.object_type)))
-		return false;
+	memset(h, 0, sizeof(*h));
 	h->addr = addr;
 	h->waiter = remote__u64(tb, n, lo->fut_waiter);
 	h->name = remote__u64(tb, n, lo->task_name);
@@ -572,7 +615,34 @@ static bool head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
 	e = first_edge(w->l, addr);
 	h->by = e < 0 ? 0 : w->l->edges[e].parent;
 	h->by_is_set = false;
-	return true;
+}
+
+/* Before 3.14: the task at addr, C or Python, read and checked. */
+static bool legacy_head(struct walk *w, __u64 addr, struct task_head *h)
+{
+	unsigned char tb[PY_TASK_SIZE_MAX];
+	size_t n = w->l->lo->task_size;
+	uint64_t type;
+	bool whole;
+
+	/* a Python task may be smaller than a C one, at a mapping's end */
+	whole = !remote__mem_read(&w->mem, addr, tb, n);
+	if (whole)
+		type = remote__u64(tb, n, w->proc->off.object_type);
+	else if (remote__mem_read64(&w->mem, addr + w->proc->off.object_type,
+				    &type))
+		return false;
+	switch (task_type(w, type)) {
+	case TASK_C:
+		if (!whole)
+			return false;
+		head_legacy(w, addr, tb, h);
+		return true;
+	case TASK_PY:
+		return head_py(w, addr, h);
+	default:
+		return false;
+	}
 }
 
 /* The task object at addr, read and checked: false for none. */
@@ -581,11 +651,12 @@ static bool read_head(struct walk *w, __u64 addr, struct task_head *h)
 	unsigned char tb[PY_TASK_SIZE_MAX];
 	size_t size = w->l->lo ? w->l->lo->task_size : w->ao->task_size;
 
-	if (!addr || size > sizeof(tb) ||
-	    remote__mem_read(&w->mem, addr, tb, size))
+	if (!addr || size > sizeof(tb))
 		return false;
 	if (w->l->lo)
-		return head_legacy(w, addr, tb, h);
+		return legacy_head(w, addr, h);
+	if (remote__mem_read(&w->mem, addr, tb, size))
+		return false;
 	if (tb[w->ao->task_is_task] != 1)
 		return false;
 	head_314(w->ao, addr, tb, h);
@@ -833,7 +904,6 @@ static void legacy_set(struct walk *w, __u64 set, bool weak)
 {
 	const struct offsets_async_legacy *lo = w->l->lo;
 	uint64_t used, mask, table, entry[SET_CHUNK * 2], i, k, n, obj;
-	unsigned char tb[PY_TASK_SIZE_MAX];
 	struct task_head h;
 
 	if (!set)
@@ -861,8 +931,7 @@ static void legacy_set(struct walk *w, __u64 set, bool weak)
 			    remote__mem_read64(&w->mem, obj + lo->weakref_object,
 					       &obj))
 				continue;
-			if (remote__mem_read(&w->mem, obj, tb, lo->task_size) ||
-			    !head_legacy(w, obj, tb, &h) || h.done)
+			if (!legacy_head(w, obj, &h) || h.done)
 				continue;
 			if (w->nmet >= ASYNC_MAX_MET) {
 				cut(w, "more than %d tasks", ASYNC_MAX_MET);
@@ -1242,6 +1311,14 @@ static int layout_legacy(pid_t pid, const struct py_proc *proc, int minor,
 	if (!pyobj__module_global(pid, proc, "asyncio.tasks",
 				  "_GatheringFuture", &v[0]))
 		out->gathering = v[0];
+	/* and without these, pure-Python tasks are not read */
+	if (!pyobj__module_global(pid, proc, "asyncio.tasks", "_PyTask",
+				  &v[0]) &&
+	    !pyobj__module_global(pid, proc, "asyncio.futures", "_PENDING",
+				  &v[1])) {
+		out->pytask = v[0];
+		out->pending = v[1];
+	}
 	out->lo = lo;
 	out->go = (struct py_gen_offsets){
 		.gen_iframe = lo->gen_iframe,

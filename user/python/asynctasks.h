@@ -97,9 +97,12 @@ struct async_layout {
 	 * future gather() returns */
 	const struct offsets_async_legacy *lo;
 	__u64 sets[2], current, ctask, gathering;
+	/* pure-Python tasks (_PyTask), whose fields are attributes, and
+	 * the str their _state holds while pending (0: none) */
+	__u64 pytask, pending;
 	struct {
 		__u64 type;
-		bool task;
+		int kind;		/* 0: no task; 1: C; 2: Python */
 	} task_types[ASYNC_TASK_TYPES];
 	struct async_edge *edges;	/* by child */
 	int nedges;
