@@ -1466,14 +1466,21 @@ struct running {
 	__u64 coro, task;
 };
 
+/* Is the task at task a pending C task that runs r's coroutine?  (A
+ * task that ended keeps its coroutine, whose memory a new one may have
+ * taken: 3.11's fast request was shown as the db one that ended.) */
 static int running_item(uint64_t loop, uint64_t task, void *ctx)
 {
+	const struct offsets_async_legacy *lo;
 	struct running *r = ctx;
-	uint64_t coro;
+	unsigned char tb[PY_TASK_SIZE_MAX];
 
 	(void)loop;
-	if (remote__read64(r->pid, task + r->l->lo->task_coro, &coro) ||
-	    coro != r->coro)
+	lo = r->l->lo;
+	if (lo->task_size > sizeof(tb) ||
+	    remote__read(r->pid, task, tb, lo->task_size) ||
+	    remote__u64(tb, lo->task_size, lo->task_coro) != r->coro ||
+	    remote__u32(tb, lo->task_size, lo->fut_state))
 		return 0;
 	r->task = task;
 	return 1;
