@@ -72,7 +72,9 @@ def test_cpu_request_tasks(ainterp, procs, staging, tmp_path):
     request's task lives 2 ms: only 3.14+, whose thread state names the
     running task, lets BPF read its name with the sample.  Before, the
     task is found among those a read met, and a read meets few of these
-    (on 3.12+ one that ends in its eager first step none)."""
+    (on 3.12+ one that ends in its eager first step none), and is named as
+    it is then: on 3.11 the handlers rename the connection's task, and its
+    fast samples read as the db request that followed."""
     if ainterp.minor_tuple < (3, 14):
         pytest.skip("a 2 ms task is named from 3.14 on")
     server, _ = start_service(procs, staging, ainterp, 8)
