@@ -31,6 +31,8 @@ import sys
 import threading
 import time
 
+from asyncio_service import burn, holder
+
 try:
     from aiohttp import web     # serve's: load needs the standard library only
 except ImportError:
@@ -39,14 +41,6 @@ except ImportError:
 HANDLERS = ("fast", "db", "locked")
 TOTALS = {h: {"n": 0, "cpu": 0.0, "wall": 0.0, "sleep": 0.0, "lock": 0.0} for h in HANDLERS}
 LOCK = None
-
-
-def burn(ms):
-    end = time.thread_time() + ms / 1000
-    x = 0
-    while time.thread_time() < end:
-        x += 1
-    return x
 
 
 class Timed:
@@ -97,17 +91,10 @@ async def locked(request):
         return web.Response(text="ok")
 
 
-async def holder():
-    while True:
-        async with LOCK:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.01)
-
-
 async def serve(seconds, result):
     global LOCK
     LOCK = asyncio.Lock()
-    asyncio.create_task(holder(), name="holder")
+    asyncio.create_task(holder(LOCK), name="holder")
     app = web.Application()
     app.add_routes([web.get("/" + h, globals()[h]) for h in HANDLERS])
     runner = web.AppRunner(app)
