@@ -288,25 +288,31 @@ def cost_table(runs, workloads):
 
 
 ASYNC_CHROOT = "/var/cache/pysight/chroots/sid"   # python3.14 (make pythons)
+ASYNC_ROWS = [("idle", 100), ("idle", 1000), ("idle", 10000), ("moving", 100),
+              ("moving", 1000)]
 ASYNC_CONDS = [("wall", "pysight --mode wall", ["--mode", "wall"]),
                ("asyncio", "pysight --mode wall --asyncio", ["--mode", "wall", "--asyncio"])]
 
 
-def asyncio_cost(ctx, secs, workloads, rate=100):
-    """One Python 3.14 process of N tasks, idle or moving (many_tasks.py,
-    in the sid chroot); pysight in wall mode with and without --asyncio
-    on it at `rate`: its CPU and its programs' time, bpf_stats on."""
-    if not os.path.exists(os.path.join(ASYNC_CHROOT, "usr/bin/python3.14")):
-        return {"error": "no Python 3.14 chroot in %s" % ASYNC_CHROOT}
-    guest = "/tmp/pysight-bench-many_tasks.py"
-    shutil.copy(ctx.wl("many_tasks.py"), os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
+def asyncio_cost(ctx, secs, workloads, rate=100, python=None):
+    """One Python process of N tasks, idle or moving (many_tasks.py): 3.14
+    in the sid chroot, or the host's python (before 3.14 tasks are read
+    another way: asyncio's WeakSet, the edges rebuilt); pysight in wall
+    mode with and without --asyncio on it at `rate`: its CPU and its
+    programs' time, bpf_stats on."""
+    if python:
+        guest, argv = ctx.wl("many_tasks.py"), [python]
+    else:
+        if not os.path.exists(os.path.join(ASYNC_CHROOT, "usr/bin/python3.14")):
+            return {"error": "no Python 3.14 chroot in %s" % ASYNC_CHROOT}
+        guest, argv = "/tmp/pysight-bench-many_tasks.py", ["chroot", ASYNC_CHROOT, "python3.14"]
+        shutil.copy(ctx.wl("many_tasks.py"), os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
     runs = []
     try:
         with common.BpfStats():
             for mode, n in workloads:
                 life = len(ASYNC_CONDS) * (secs + 20) + 60
-                wl = common.start_ready(["chroot", ASYNC_CHROOT, "python3.14", guest, life, n,
-                                         mode], timeout=120)
+                wl = common.start_ready(argv + [guest, life, n, mode], timeout=120)
                 try:
                     for key, label, extra in ASYNC_CONDS:
                         tag = ctx.tag("async-%s%d-%s" % (mode, n, key))
@@ -320,7 +326,8 @@ def asyncio_cost(ctx, secs, workloads, rate=100):
                 finally:
                     _kill([wl])
     finally:
-        os.unlink(os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
+        if not python:
+            os.unlink(os.path.join(ASYNC_CHROOT, guest.lstrip("/")))
     return {"rate": rate, "seconds": secs, "runs": runs}
 
 
@@ -413,9 +420,10 @@ def section_wall(ctx):
         ("cost", lambda: wall_sampler_cost(ctx, 1 if q else 2, 1.5 if q else 2.5, workloads)),
         ("agent", lambda: wall_agent(ctx, ctx.args.procs, 8.0 if q else 15.0,
                                      12.0 if q else 30.0)),
-        ("asyncio", lambda: asyncio_cost(ctx, 1.5 if q else 4.0,
-                                         [("idle", 100), ("idle", 1000), ("idle", 10000),
-                                          ("moving", 100), ("moving", 1000)])),
+        ("asyncio", lambda: asyncio_cost(ctx, 1.5 if q else 4.0, ASYNC_ROWS)),
+        # 3.11: the host's, read through asyncio's WeakSet
+        ("asyncio_311", lambda: asyncio_cost(ctx, 1.5 if q else 4.0, ASYNC_ROWS,
+                                             python="/usr/bin/python3.11")),
     )
     res = {}
     for name, fn in parts:

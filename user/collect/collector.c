@@ -1871,7 +1871,8 @@ static __u64 first_tstate(struct collector *c, struct cproc *cp,
  * task's coroutine's frame, matched by address; 0 when no task runs or
  * its frame is not in the stack.
  */
-static unsigned int read_task_depth(const struct pyproc *pp,
+static unsigned int read_task_depth(struct collector *c, struct cproc *cp,
+				    const struct pyproc *pp,
 				    const struct stackread *sr, __u64 *task)
 {
 	const struct py_offsets *off = &pp->proc.off;
@@ -1879,6 +1880,14 @@ static unsigned int read_task_depth(const struct pyproc *pp,
 	uint64_t t, coro;
 	int i;
 
+	/* before 3.14: the root-most coroutine frame of a task known */
+	if ((pp->proc.flags & PY_PROC_F_ASYNC_OUTER) && cp->tasks) {
+		for (i = (int)sr->n - 1; i >= 0; i--)
+			if (asynctasks__known_frame(&cp->tasks->l, sr->addr[i]))
+				break;
+		*task = i < 0 ? 0 : outer_task(c, cp, pp, sr->addr[i]);
+		return *task ? (unsigned int)i + 1 : 0;
+	}
 	if (!(pp->proc.flags & PY_PROC_F_ASYNC) || !sr->tstate ||
 	    remote__mem_read64(&mem, sr->tstate + off->tstate_running_task,
 			       &t) || !t ||
@@ -1913,7 +1922,8 @@ static const struct pstack *sweep_stack(struct collector *c,
 		return NULL;
 	stack = name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
 			    c->sweep_sr->n);
-	depth = stack ? read_task_depth(pp, c->sweep_sr, &task) : 0;
+	depth = stack && c->o.asyncio ?
+		read_task_depth(c, cp, pp, c->sweep_sr, &task) : 0;
 	return depth ? task_stack(c, cp, pp, stack, task, depth, 0, 0) : stack;
 }
 

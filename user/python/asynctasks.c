@@ -32,7 +32,7 @@
 #define MAX_FILES	256	/* mapped files looked into for the section */
 #define MAX_SET_SLOTS	4096	/* an awaiters set's table, at most */
 #define ASYNC_MAX_MET	(1 << 20)	/* tasks met in one read, at most */
-/* a set's table entry: the key's hash, then the key (setentry) */
+/* a set's table entry: the key, then its hash (setentry) */
 #define SET_ENTRY_SIZE	16
 /* a coroutine object's head read at once, through its embedded frame
  * (gi_iframe plus the frame's fixed part), with room to spare */
@@ -42,6 +42,7 @@
 #define SET_CHUNK	512		/* set entries read at once */
 #define MAX_CHILDREN	1024		/* of one gather() */
 #define MAX_CURRENT	64		/* loops running a task at once */
+#define MAX_EDGES	(1 << 18)	/* "awaited by" rebuilt in one read */
 /* 3.11 and 3.12 keep a thread's running loop in its dict, under this */
 #define RUNNING_LOOP_KEY "__asyncio_running_event_loop__"
 
@@ -266,6 +267,7 @@ struct walk {
 	int ncur;
 	struct task_head *met;
 	int nmet, metcap;
+	int visited;		/* entries of asyncio's sets met */
 };
 
 static void cut(struct walk *w, const char *fmt, ...)
@@ -514,12 +516,21 @@ static int first_edge(const struct async_layout *l, __u64 child)
 	return lo < l->nedges && l->edges[lo].child == child ? lo : -1;
 }
 
+/* The first task the last read found awaiting child, or 0. */
+static __u64 parent_of(const struct async_layout *l, __u64 child)
+{
+	int e = first_edge(l, child);
+
+	return e < 0 ? 0 : l->edges[e].parent;
+}
+
 /* The head of the 3.14+ task whose object is tb. */
 static void head_314(const struct py_async_offsets *ao, __u64 addr,
 		     const unsigned char *tb, struct task_head *h)
 {
 	size_t n = ao->task_size;
 
+	memset(h, 0, sizeof(*h));
 	h->addr = addr;
 	h->waiter = remote__u64(tb, n, ao->task_coro - 8);
 	h->by = remote__u64(tb, n, ao->task_awaited_by);
@@ -547,13 +558,18 @@ static int task_type(struct walk *w, __u64 type)
 	if (!type)
 		return TASK_NONE;
 	if (l->task_types[i].type != type) {
+		int c = pyobj__type_is(w->pid, type, l->ctask, &size);
+		int py = c == 1 || !l->pytask ? 0 :
+			 pyobj__type_is(w->pid, type, l->pytask, &size);
+
+		/* a type that did not read is judged again next time */
+		if (c < 0 || py < 0)
+			return TASK_NONE;
 		l->task_types[i].type = type;
 		l->task_types[i].kind =
-			pyobj__type_is(w->pid, type, l->ctask, &size) == 1 &&
-			size >= l->lo->task_size && size < PY_TASK_SIZE_MAX ?
-			TASK_C : l->pytask &&
-			pyobj__type_is(w->pid, type, l->pytask, &size) == 1 ?
-			TASK_PY : TASK_NONE;
+			c == 1 ? (size >= l->lo->task_size &&
+				  size < PY_TASK_SIZE_MAX ? TASK_C : TASK_NONE) :
+			py == 1 ? TASK_PY : TASK_NONE;
 	}
 	return l->task_types[i].kind;
 }
@@ -577,21 +593,22 @@ static bool head_py(struct walk *w, __u64 addr, struct task_head *h)
 {
 	unsigned int left = 256;	/* entries of its dict, for all */
 	__u64 state;
-	int e;
 
 	memset(h, 0, sizeof(*h));
 	h->addr = addr;
+	/* _state is the class's 'PENDING' until the task is done: a done
+	 * one (asyncio's set keeps them until collected) is read no more */
+	state = py_field(w, addr, "_state", &left);
+	h->done = state && state != w->l->pending;
+	if (h->done)
+		return true;
 	h->coro = py_field(w, addr, "_coro", &left);
 	if (!h->coro)
 		return false;
 	h->waiter = py_field(w, addr, "_fut_waiter", &left);
 	h->name = py_field(w, addr, "_name", &left);
 	h->loop = py_field(w, addr, "_loop", &left);
-	/* _state is the class's 'PENDING' until the task is done */
-	state = py_field(w, addr, "_state", &left);
-	h->done = state && state != w->l->pending;
-	e = first_edge(w->l, addr);
-	h->by = e < 0 ? 0 : w->l->edges[e].parent;
+	h->by = parent_of(w->l, addr);
 	return true;
 }
 
@@ -602,7 +619,6 @@ static void head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
 {
 	const struct offsets_async_legacy *lo = w->l->lo;
 	size_t n = lo->task_size;
-	int e;
 
 	memset(h, 0, sizeof(*h));
 	h->addr = addr;
@@ -612,9 +628,7 @@ static void head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
 	h->loop = remote__u64(tb, n, lo->fut_loop);
 	h->done = remote__u32(tb, n, lo->fut_state);
 	h->callback0 = remote__u64(tb, n, lo->fut_callback0);
-	e = first_edge(w->l, addr);
-	h->by = e < 0 ? 0 : w->l->edges[e].parent;
-	h->by_is_set = false;
+	h->by = parent_of(w->l, addr);
 }
 
 /* Before 3.14: the task at addr, C or Python, read and checked. */
@@ -927,6 +941,12 @@ static void legacy_set(struct walk *w, __u64 set, bool weak)
 			/* a removed key's dummy has the hash -1, as no key */
 			if (!obj || entry[2 * k + 1] == (uint64_t)-1)
 				continue;
+			/* done tasks stay until collected: each entry met
+			 * counts, not only the pending */
+			if (++w->visited > ASYNC_MAX_MET) {
+				cut(w, "more than %d tasks", ASYNC_MAX_MET);
+				return;
+			}
 			if (weak &&
 			    remote__mem_read64(&w->mem, obj + lo->weakref_object,
 					       &obj))
@@ -969,16 +989,22 @@ static const struct task_head *met_find(const struct walk *w, __u64 addr)
 
 struct edges {
 	struct async_edge *e;
-	int n, cap;
+	size_t n, cap;
 };
 
-static int add_edge(struct edges *es, const struct walk *w, __u64 child,
+/* 0, or -ENOMEM; past MAX_EDGES the rest are left out, and said to be
+ * (many tasks awaiting one gather() of many each await all of them) */
+static int add_edge(struct edges *es, struct walk *w, __u64 child,
 		    __u64 parent)
 {
 	struct async_edge *ne;
 
 	if (!met_find(w, child) || !met_find(w, parent) || child == parent)
 		return 0;
+	if (es->n == MAX_EDGES) {
+		cut(w, "more than %d awaits", MAX_EDGES);
+		return 0;
+	}
 	if (es->n == es->cap) {
 		es->cap = es->cap ? es->cap * 2 : 64;
 		ne = realloc(es->e, es->cap * sizeof(*ne));
@@ -1047,7 +1073,8 @@ static int legacy_edges(struct walk *w)
 {
 	struct edges es = { 0 };
 	uint64_t type;
-	int i, k, ret = 0;
+	size_t j, u;
+	int i, ret = 0;
 
 	for (i = 0; i < w->nmet && !ret; i++) {
 		const struct task_head *m = &w->met[i];
@@ -1070,12 +1097,12 @@ static int legacy_edges(struct walk *w)
 	}
 	if (es.n)
 		qsort(es.e, es.n, sizeof(*es.e), by_edge);
-	for (i = k = 0; i < es.n; i++)
-		if (!k || by_edge(&es.e[i], &es.e[k - 1]))
-			es.e[k++] = es.e[i];
+	for (j = u = 0; j < es.n; j++)
+		if (!u || by_edge(&es.e[j], &es.e[u - 1]))
+			es.e[u++] = es.e[j];
 	free(w->l->edges);
 	w->l->edges = es.e;
-	w->l->nedges = k;
+	w->l->nedges = (int)u;
 	/* and each task by its coroutine, for the samples to come */
 	es.e = malloc((w->nmet + 1) * sizeof(*es.e));
 	if (!es.e)
@@ -1135,8 +1162,7 @@ static void legacy_read(struct walk *w)
 		t = new_task(w);
 		if (!t)
 			return;
-		j = first_edge(l, h->addr);
-		h->by = j < 0 ? 0 : l->edges[j].parent;
+		h->by = parent_of(l, h->addr);
 		read_task(w, h, key, running, t);
 	}
 }
@@ -1461,35 +1487,34 @@ static int by_coro(const void *pa, const void *pb)
 }
 
 struct running {
-	pid_t pid;
-	const struct async_layout *l;
+	struct walk *w;
 	__u64 coro, task;
 };
 
-/* Is the task at task a pending C task that runs r's coroutine?  (A
- * task that ended keeps its coroutine, whose memory a new one may have
- * taken: 3.11's fast request was shown as the db one that ended.) */
+/* Is the task at task a pending task that runs r's coroutine?  (A task
+ * that ended keeps its coroutine, whose memory a new one may have taken:
+ * 3.11's fast request was shown as the db one that ended.) */
 static int running_item(uint64_t loop, uint64_t task, void *ctx)
 {
-	const struct offsets_async_legacy *lo;
 	struct running *r = ctx;
-	unsigned char tb[PY_TASK_SIZE_MAX];
+	struct task_head h;
 
 	(void)loop;
-	lo = r->l->lo;
-	if (lo->task_size > sizeof(tb) ||
-	    remote__read(r->pid, task, tb, lo->task_size) ||
-	    remote__u64(tb, lo->task_size, lo->task_coro) != r->coro ||
-	    remote__u32(tb, lo->task_size, lo->fut_state))
+	if (!legacy_head(r->w, task, &h) || h.done || h.coro != r->coro)
 		return 0;
 	r->task = task;
 	return 1;
 }
 
 __u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
-			  const struct async_layout *l, __u64 frame)
+			  struct async_layout *l, __u64 frame)
 {
-	struct running r = { pid, l, frame - l->go.gen_iframe, 0 };
+	struct async_tasks none = { 0 };
+	struct walk w = {
+		.pid = pid, .proc = proc, .go = &l->go, .l = l,
+		.mem = { .pid = pid }, .out = &none,
+	};
+	struct running r = { &w, frame - l->go.gen_iframe, 0 };
 	struct async_edge key = { r.coro, 0 }, *e;
 
 	if (!l->lo || frame < l->go.gen_iframe)
@@ -1505,6 +1530,14 @@ __u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
 			      running_item, &r) < 0)
 		return 0;
 	return r.task;
+}
+
+bool asynctasks__known_frame(const struct async_layout *l, __u64 frame)
+{
+	struct async_edge key = { frame - l->go.gen_iframe, 0 };
+
+	return l->lo && l->ncoros && frame >= l->go.gen_iframe &&
+	       bsearch(&key, l->coros, l->ncoros, sizeof(key), by_coro);
 }
 
 void asynctasks__close(struct async_layout *l)

@@ -188,7 +188,10 @@ int asynctasks__heads(pid_t pid, const struct py_proc *proc,
  * it is as the last read found.
  */
 __u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
-			  const struct async_layout *l, __u64 frame);
+			  struct async_layout *l, __u64 frame);
+/* Is the frame at frame the coroutine's of a task the last read met?
+ * (No read of the target: to pick a stack's task frame.) */
+bool asynctasks__known_frame(const struct async_layout *l, __u64 frame);
 
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
 int asynctasks__find(const struct async_tasks *t, __u64 addr);
