@@ -258,13 +258,14 @@ static void summary(struct record *r, double secs)
 	if (log__on(LOG_DEBUG))
 		session__print_held(&st);
 	if (r->s.o.asyncio && st.task_cut)
-		pr_info("  asyncio: %" PRIu64 " samples shown as their running "
-			"task's stack, %" PRIu64 " of them with the tasks "
-			"awaiting it cut short ([partial tasks])",
-			st.task_samples, st.task_cut);
+		pr_info("  asyncio: %" PRIu64 " stacks (samples and the "
+			"sweep's reads) shown as their running task's, %" PRIu64
+			" of them with the tasks awaiting it cut short "
+			"([partial tasks])", st.task_samples, st.task_cut);
 	else if (r->s.o.asyncio)
-		pr_info("  asyncio: %" PRIu64 " samples shown as their running "
-			"task's stack", st.task_samples);
+		pr_info("  asyncio: %" PRIu64 " stacks (samples and the "
+			"sweep's reads) shown as their running task's",
+			st.task_samples);
 	if (r->s.o.asyncio && st.task_ticks)
 		pr_info("  asyncio tasks: %" PRIu64 " reads of every process's "
 			"tasks, %.1f us each, %" PRIu64 " tasks read, %" PRIu64
