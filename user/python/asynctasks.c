@@ -249,7 +249,7 @@ struct walk {
 	struct remote_mem mem;
 	struct stackread *scratch;	/* a task's chain, as read */
 	struct async_tasks *out;
-	int cap;
+	size_t cap;
 	int err;			/* -ENOMEM stops everything */
 	double keep;			/* asynctasks__sample's */
 	unsigned int *seed;
@@ -266,7 +266,8 @@ struct walk {
 	} cur[MAX_CURRENT];
 	int ncur;
 	struct task_head *met;
-	int nmet, metcap;
+	int nmet;
+	size_t metcap;
 	int visited;		/* entries of asyncio's sets met */
 };
 
@@ -461,20 +462,32 @@ static void add_awaiter(struct walk *w, struct async_task *t, __u64 obj)
 	t->awaiters[t->nawaiters++] = obj;
 }
 
+/*
+ * The header of the set at set, checked: its table has mask + 1 slots, a
+ * power of two below max, and used of them hold keys.  False when it
+ * does not read as one.
+ */
+static bool set_head(struct walk *w, __u64 set, uint64_t max, uint64_t *used,
+		     uint64_t *mask, uint64_t *table)
+{
+	const struct py_gen_offsets *go = w->go;
+
+	return !remote__mem_read64(&w->mem, set + go->set_used, used) &&
+	       !remote__mem_read64(&w->mem, set + go->set_mask, mask) &&
+	       !remote__mem_read64(&w->mem, set + go->set_table, table) &&
+	       *mask < max && !(*mask & (*mask + 1)) && *used <= *mask + 1;
+}
+
 /* The awaiters in a set: its table's live keys, at most used of them. */
 static void read_awaiter_set(struct walk *w, struct async_task *t, __u64 set)
 {
-	const struct py_gen_offsets *go = w->go;
 	uint64_t used, mask, table, entry[2];
 	char type[16];
 	uint64_t i, found = 0;
 
 	if (!obj_type_name(w, set, type, sizeof(type)) ||
 	    strcmp(type, "set") ||
-	    remote__mem_read64(&w->mem, set + go->set_used, &used) ||
-	    remote__mem_read64(&w->mem, set + go->set_mask, &mask) ||
-	    remote__mem_read64(&w->mem, set + go->set_table, &table) ||
-	    mask >= MAX_SET_SLOTS || (mask & (mask + 1)) || used > mask + 1) {
+	    !set_head(w, set, MAX_SET_SLOTS, &used, &mask, &table)) {
 		t->awaiters_cut = true;
 		return;
 	}
@@ -753,21 +766,28 @@ static void read_task(struct walk *w, const struct task_head *h,
 	read_task_as(w, &again, thread_key, running, t);
 }
 
+/* Room in the array *v, of *cap elements of size bytes, for one past n:
+ * doubled when full.  0, or -ENOMEM (*v as it was). */
+static int grow(void *v, size_t n, size_t *cap, size_t size)
+{
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*(void **)v, (*cap ? *cap * 2 : 64) * size);
+	if (!nv)
+		return -ENOMEM;
+	*(void **)v = nv;
+	*cap = *cap ? *cap * 2 : 64;
+	return 0;
+}
+
 static struct async_task *new_task(struct walk *w)
 {
 	struct async_tasks *o = w->out;
-	struct async_task *nt;
 
-	if (o->n == w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 64;
-		nt = realloc(o->tasks, w->cap * sizeof(*nt));
-		if (!nt) {
-			w->err = -ENOMEM;
-			return NULL;
-		}
-		o->tasks = nt;
-	}
-	return &o->tasks[o->n++];
+	w->err = grow(&o->tasks, o->n, &w->cap, sizeof(*o->tasks));
+	return w->err ? NULL : &o->tasks[o->n++];
 }
 
 /*
@@ -894,18 +914,9 @@ static int legacy_current(uint64_t key, uint64_t value, void *ctx)
 
 static void add_met(struct walk *w, const struct task_head *h)
 {
-	struct task_head *m;
-
-	if (w->nmet == w->metcap) {
-		w->metcap = w->metcap ? w->metcap * 2 : 256;
-		m = realloc(w->met, w->metcap * sizeof(*m));
-		if (!m) {
-			w->err = -ENOMEM;
-			return;
-		}
-		w->met = m;
-	}
-	w->met[w->nmet++] = *h;
+	w->err = grow(&w->met, w->nmet, &w->metcap, sizeof(*w->met));
+	if (!w->err)
+		w->met[w->nmet++] = *h;
 }
 
 /*
@@ -922,10 +933,7 @@ static void legacy_set(struct walk *w, __u64 set, bool weak)
 
 	if (!set)
 		return;
-	if (remote__mem_read64(&w->mem, set + lo->set_used, &used) ||
-	    remote__mem_read64(&w->mem, set + lo->set_mask, &mask) ||
-	    remote__mem_read64(&w->mem, set + lo->set_table, &table) ||
-	    mask >= MAX_TASK_SLOTS || (mask & (mask + 1)) || used > mask + 1) {
+	if (!set_head(w, set, MAX_TASK_SLOTS, &used, &mask, &table)) {
 		cut(w, "asyncio's set of tasks is unreadable");
 		return;
 	}
@@ -997,21 +1005,14 @@ struct edges {
 static int add_edge(struct edges *es, struct walk *w, __u64 child,
 		    __u64 parent)
 {
-	struct async_edge *ne;
-
 	if (!met_find(w, child) || !met_find(w, parent) || child == parent)
 		return 0;
 	if (es->n == MAX_EDGES) {
 		cut(w, "more than %d awaits", MAX_EDGES);
 		return 0;
 	}
-	if (es->n == es->cap) {
-		es->cap = es->cap ? es->cap * 2 : 64;
-		ne = realloc(es->e, es->cap * sizeof(*ne));
-		if (!ne)
-			return -ENOMEM;
-		es->e = ne;
-	}
+	if (grow(&es->e, es->n, &es->cap, sizeof(*es->e)))
+		return -ENOMEM;
 	es->e[es->n++] = (struct async_edge){ child, parent };
 	return 0;
 }
