@@ -200,31 +200,44 @@ int stackread__thread(pid_t pid, const struct py_proc *proc, __u64 thread_key,
 	return stackread__thread_at(pid, proc, thread_key, 0, out);
 }
 
+/* The frame the thread state at tstate runs now: 0, or -ST_ERR_READ_FRAME. */
+static int current_frame(const struct remote_mem *mem,
+			 const struct py_proc *proc, uint64_t tstate,
+			 uint64_t *frame)
+{
+	const struct py_offsets *off = &proc->off;
+
+	*frame = 0;
+	if (remote__mem_read64(mem, tstate + off->tstate_frame, frame))
+		return -ST_ERR_READ_FRAME;
+	if (off->frame_model == PY_FRAMES_CFRAME && *frame &&
+	    remote__mem_read64(mem, *frame + off->cframe_current_frame, frame))
+		return -ST_ERR_READ_FRAME;
+	return 0;
+}
+
 /* The walk, over mem: a live process, or copies of what it read before. */
 static int walk(const struct remote_mem *mem, const struct py_proc *proc,
 		__u64 thread_key, __u64 hint, struct stackread *out)
 {
-	const struct py_offsets *off = &proc->off;
 	uint64_t frame = 0;
 	struct pysight_loop l;
 	int ret, i;
 
 	out->n = 0;
 	out->tstate = 0;
+	out->leaf = 0;
 	out->again = false;
 	ret = 0;
 	if (hint && still_tstate(mem, proc, hint, thread_key))
 		out->tstate = hint;
 	else
 		ret = find_tstate(mem, proc, thread_key, &out->tstate);
-	if (!ret &&
-	    remote__mem_read64(mem, out->tstate + off->tstate_frame, &frame))
-		ret = -ST_ERR_READ_FRAME;
-	if (!ret && off->frame_model == PY_FRAMES_CFRAME && frame &&
-	    remote__mem_read64(mem, frame + off->cframe_current_frame, &frame))
-		ret = -ST_ERR_READ_FRAME;
+	if (!ret)
+		ret = current_frame(mem, proc, out->tstate, &frame);
 	if (ret)
 		return out->status = -ret;
+	out->leaf = frame;
 	pysight_loop_start(&l, frame);
 	/* one more than the limit, so a stack of exactly the limit is whole */
 	for (i = 0, ret = 1; ret > 0 && frame && i <= PYSIGHT_MAX_FRAMES; i++)
@@ -301,10 +314,9 @@ static bool walk_again(pid_t pid, struct stackread_plan *p,
 		out->status == ST_TRUNCATED);
 }
 
-int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
-			      __u64 thread_key, __u64 hint,
-			      struct stackread_plan **plan,
-			      struct stackread *out)
+static int planned_once(pid_t pid, const struct py_proc *proc,
+			__u64 thread_key, __u64 hint,
+			struct stackread_plan **plan, struct stackread *out)
 {
 	struct remote_mem live = { .pid = pid };
 	struct stackread_plan *p = *plan;
@@ -332,6 +344,40 @@ int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
 	remote_log__merge(&p->log, PLAN_GAP);
 	p->tstate = out->tstate;
 	return out->status;
+}
+
+/* Did the thread move while its stack was read?  Its frames are then
+ * parts of two stacks: a thread off the CPU can be woken, and the frame
+ * its first frame came from be another's (a 3.15 service's read gave its
+ * handler's frames over the loop's select()). */
+static bool moved(pid_t pid, const struct py_proc *proc,
+		  const struct stackread *out)
+{
+	struct remote_mem live = { .pid = pid };
+	uint64_t frame;
+
+	return out->tstate && out->n &&
+	       (current_frame(&live, proc, out->tstate, &frame) ||
+		frame != out->leaf);
+}
+
+/* Reads of a thread that keeps moving, before it counts as torn. */
+#define MOVED_TRIES 2
+
+int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
+			      __u64 thread_key, __u64 hint,
+			      struct stackread_plan **plan,
+			      struct stackread *out)
+{
+	int i;
+
+	for (i = 0; i < MOVED_TRIES; i++) {
+		planned_once(pid, proc, thread_key, hint, plan, out);
+		if (!moved(pid, proc, out))
+			return out->status;
+	}
+	out->n = 0;
+	return out->status = ST_ERR_READ_FRAME;
 }
 
 int stackread__gil_holder(pid_t pid, const struct py_proc *proc, __u64 *holder)

@@ -14,6 +14,7 @@
 
 struct stackread {
 	__u64 tstate;			/* 0 when none matched */
+	__u64 leaf;			/* the frame it ran when read */
 	int status;			/* enum sample_status */
 	bool again;			/* read at once, as its plan said */
 	int n;
@@ -49,6 +50,8 @@ int stackread__thread_at(pid_t pid, const struct py_proc *proc,
  * the walk makes is one of them.  When the stack moved, the walk needs
  * one that is not, and the thread is read live, which makes the plan for
  * the next time.  hint: where the first read starts (0: the list's head).
+ * A thread whose running frame changed during the read is read again; one
+ * still moving gives no frames and ST_ERR_READ_FRAME.
  */
 struct stackread_plan;
 int stackread__thread_planned(pid_t pid, const struct py_proc *proc,
