@@ -259,20 +259,45 @@ static int account_blocked(struct sweep_thread *t, const struct obs *cur,
 }
 
 /*
- * Run-queue time: under the stack seen waiting, else the one read running
+ * Run-queue time.  A thread waits for a CPU after each wake from a block
+ * and after each preemption, and the switch counts say how many of each
+ * there were: the waits' share that followed blocks goes to the block
+ * seen (the last, else this tick's), as if each wait were as long.  An
+ * event loop blocks in select() many times a tick: a tick that found it
+ * preempted in a handler gave the handler the wakes' waits too (an
+ * aiohttp service's 2 ms handler: 8% run-queue time under load, 0.8% by
+ * its own clock).
+ *
+ * The rest goes under the stack seen waiting, else the one read running
  * for a preemption, else the block the last record saw (woken, a thread
  * waits for a CPU before it runs: an event loop's wake from epoll_wait
  * went to the handler it then ran, 1.5-5.6 points of a 2 ms burn's CPU
  * under load), else the last one read.
  */
 static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
-		      bool pre, sweep_add_fn add, void *ctx)
+		      bool pre, __u64 wakes, __u64 preempts,
+		      sweep_add_fn add, void *ctx)
 {
+	const struct obs *block = is_blocked(&t->last_block) ?
+				  &t->last_block : is_blocked(cur) ? cur : NULL;
 	const void *stack = NULL;
+	__u64 woken;
+	int err;
 
 	ns += t->carry_rq;
 	if (!ns)
 		return 0;
+	t->carry_rq = 0;
+	if (block && wakes) {
+		woken = preempts ? (__u64)((double)ns * wakes /
+					   (wakes + preempts)) : ns;
+		err = add(ctx, block->stack, KIND_RUNQUEUE, woken);
+		if (err)
+			return err;
+		ns -= woken;
+		if (!ns)
+			return 0;
+	}
 	if (cur->kind == KIND_RUNQUEUE && cur->stack)
 		stack = cur->stack;
 	else if (t->prev.kind == KIND_RUNQUEUE && t->prev.stack)
@@ -287,7 +312,6 @@ static int account_rq(struct sweep_thread *t, const struct obs *cur, __u64 ns,
 		t->carry_rq = ns;
 		return 0;
 	}
-	t->carry_rq = 0;
 	return add(ctx, stack, KIND_RUNQUEUE, ns);
 }
 
@@ -316,7 +340,10 @@ static int account(struct sweep_thread *t, const struct thread_record *r,
 	 * it is carried instead (account_blocked).
 	 */
 	blocked = (__s64)dt - (__s64)cpu - (__s64)rq;
-	err = account_rq(t, &cur, rq, ran_on(t, r), add, ctx);
+	err = account_rq(t, &cur, rq, ran_on(t, r),
+			 grew(r->vswitches, t->vswitches),
+			 grew(r->switches - r->vswitches,
+			      t->switches - t->vswitches), add, ctx);
 	if (!err)
 		err = account_blocked(t, &cur, blocked, r->switches, r->now,
 				      add, ctx);
