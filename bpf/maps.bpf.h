@@ -161,6 +161,12 @@ struct frame_ctx {
 	__u8 owner_gen;		/* PY_PROC_F_ASYNC_OUTER: a coroutine's
 				 * frame owner, else 0 */
 	__u64 outer;		/* ... the root-most such frame met */
+	/* ... and the tasks _current_tasks says run, with their coroutines'
+	 * frames: the one met in the stack is the sample's task */
+	__u64 cur_frame[PY_CURRENT_MAX];
+	__u64 cur_task[PY_CURRENT_MAX];
+	__u64 found;		/* that task, 0: none met */
+	__u32 ncur;
 	__u32 tgid;
 };
 

@@ -199,7 +199,7 @@ static __always_inline void emit_interval(struct task_struct *task,
 	e->nframes = t->cur.nframes;
 	e->has_frames = 0;
 	e->kind = kind;
-	e->pad = 0;
+	e->task_flags = 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	count(CNT_OFF_WALKED);

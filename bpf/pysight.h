@@ -121,7 +121,8 @@ struct py_offsets {
 	__u16 interp_modules;
 	/* --asyncio, 3.14+, valid with PY_PROC_F_ASYNC: the thread state's
 	 * running task (from _asyncio's .AsyncioDebug), the task's
-	 * coroutine, and the coroutine's embedded frame */
+	 * coroutine, and the coroutine's embedded frame (the last two, and
+	 * task_name, also with PY_PROC_F_ASYNC_OUTER) */
 	__u16 tstate_running_task;
 	__u16 task_coro;
 	__u16 gen_iframe;
@@ -152,6 +153,26 @@ enum py_proc_state {
  * the loop's), and a sample's task is that frame's address. */
 #define PY_PROC_F_ASYNC_OUTER	4
 
+/*
+ * A dict from 3.11 on, as every default build lays it out (pyobj.c reads
+ * dicts in user space; BPF reads asyncio's _current_tasks before 3.14):
+ * ma_keys at 32; in the keys object, dk_log2_size at 8,
+ * dk_log2_index_bytes at 9, dk_kind at 10, dk_nentries at 24 and the
+ * index at 32, then the entries: 24 bytes {hash, key, value} for general
+ * keys (dk_kind 0), 16 {key, value} for str keys.
+ */
+#define PY_DICT_KEYS		32
+#define PY_KEYS_LOG2_SIZE	8
+#define PY_KEYS_LOG2_INDEX	9
+#define PY_KEYS_KIND		10
+#define PY_KEYS_NENTRIES	24
+#define PY_KEYS_INDEX		32
+#define PY_KEYS_MAX_LOG2	26	/* a sane bound on a dict's size */
+
+/* _current_tasks entries BPF looks through: a loop each, and a dict of
+ * 8 slots holds 5 before it grows */
+#define PY_CURRENT_MAX		8
+
 /* Value of the per-pid and per-binary maps. */
 struct py_proc {
 	__u64 runtime_addr;	/* &_PyRuntime in the target */
@@ -159,6 +180,9 @@ struct py_proc {
 	__u32 state;		/* enum py_proc_state */
 	__u32 flags;		/* PY_PROC_F_* */
 	__u64 gil_addr;		/* the main GIL state, found by BPF; 0 */
+	/* PY_PROC_F_ASYNC_OUTER: _asyncio's _current_tasks dict, {loop:
+	 * the task it runs}, or 0 */
+	__u64 async_current;
 	struct py_offsets off;
 	/* user space only: type checks of what the symboliser reads */
 	__u64 unicode_type_addr;	/* &PyUnicode_Type */
@@ -282,14 +306,20 @@ struct sample_event {
 	 * asyncio task's (its coroutine's frame the last of them); 0 when
 	 * no task ran or its frame was not in the stack */
 	__u16 task_depth;
-	__u16 pad;
+	__u16 task_flags;	/* SAMPLE_TASK_* */
 	char comm[PYSIGHT_COMM_LEN];	/* thread name */
-	__u64 task;		/* that task (a Task object), 0: none; with
-				 * PY_PROC_F_ASYNC_OUTER its coroutine's frame */
-	__u64 task_name;	/* PY_PROC_F_ASYNC: the task's name object */
-	__u64 task_by;		/* ... and its task_awaited_by (0: none) */
+	__u64 task;		/* that task, 0: none: the Task object with
+				 * SAMPLE_TASK_OBJ, else its coroutine's frame
+				 * (PY_PROC_F_ASYNC_OUTER) */
+	__u64 task_name;	/* SAMPLE_TASK_OBJ: the task's name object */
+	__u64 task_by;		/* ... and its task_awaited_by (0: none, and
+				 * always before 3.14) */
 	/* when has_frames, nframes struct py_frame follow, leaf first */
 };
+
+/* sample_event.task is the Task object, read by BPF with the sample:
+ * always on 3.14+, and before when _current_tasks named it */
+#define SAMPLE_TASK_OBJ		1
 
 /* --cgroup: a cgroup (v2) whose tasks, and its descendants', to keep. */
 struct cgroup_filter {

@@ -115,6 +115,20 @@ static __always_inline __u8 *frame_window(struct frame_ctx *c,
 	return b->fwin;
 }
 
+/* Is addr the coroutine frame of a task _current_tasks named?  Then
+ * that task is the sample's. */
+static __always_inline bool current_match(struct frame_ctx *c, __u64 addr)
+{
+	int i;
+
+	for (i = 0; i < PY_CURRENT_MAX; i++)
+		if ((__u32)i < c->ncur && c->cur_frame[i] == addr) {
+			c->found = c->cur_task[i];
+			return true;
+		}
+	return false;
+}
+
 /* data: the scratch slot the walk's caller holds */
 static long walk_frame(__u32 i, void *data)
 {
@@ -192,6 +206,12 @@ static long walk_frame(__u32 i, void *data)
 	c->n++;
 	if (addr == c->task_frame) {
 		c->task_at = c->n;
+	} else if (c->ncur && current_match(c, addr)) {
+		/* before 3.14: the leaf-most running task's; the frames
+		 * below may be another task's that started it eagerly */
+		c->task_at = c->n;
+		c->ncur = 0;
+		c->owner_gen = 0;
 	} else if (c->owner_gen && c->f_owner < PYSIGHT_FRAME_WINDOW &&
 		   win[c->f_owner] == c->owner_gen) {
 		/* before 3.14: the root-most coroutine frame so far */
@@ -296,6 +316,52 @@ static __always_inline void scratch_put(void)
 }
 
 /*
+ * --asyncio before 3.14: the tasks asyncio's _current_tasks dict {loop:
+ * task} holds now, and their coroutines' frames, into c.  No thread state
+ * names its loop, so each is compared with the stack's frames.  A torn or
+ * hostile dict can only fail to match: each value read is an address the
+ * walk compares, and a read that fails ends the look.
+ */
+static __always_inline void current_tasks(const struct py_proc *proc,
+					  struct frame_ctx *c)
+{
+	const struct py_offsets *off = &proc->off;
+	__u8 log2, log2_index, kind;
+	__u64 keys = 0, n = 0, at, size, task, coro;
+	__u8 head[PY_KEYS_INDEX];
+	int i;
+
+	if (!proc->async_current ||
+	    read_u64(proc->async_current + PY_DICT_KEYS, &keys) ||
+	    bpf_probe_read_user(head, sizeof(head), (void *)keys))
+		return;
+	log2 = head[PY_KEYS_LOG2_SIZE];
+	log2_index = head[PY_KEYS_LOG2_INDEX];
+	kind = head[PY_KEYS_KIND];
+	n = *(__u64 *)(head + PY_KEYS_NENTRIES);
+	if (log2 < 3 || log2 > PY_KEYS_MAX_LOG2 || log2_index < log2 ||
+	    log2_index > log2 + 3 || kind > 2)
+		return;
+	size = kind ? 16 : 24;
+	at = keys + PY_KEYS_INDEX + (1ULL << log2_index);
+	for (i = 0; i < PY_CURRENT_MAX; i++) {
+		if ((__u64)i >= n)
+			break;
+		/* the value is an entry's last word; a deleted one's is 0 */
+		task = 0;
+		coro = 0;
+		if (read_u64(at + i * size + size - 8, &task))
+			break;
+		if (!task || read_u64(task + off->task_coro, &coro) || !coro)
+			continue;
+		c->cur_frame[c->ncur & (PY_CURRENT_MAX - 1)] =
+			coro + off->gen_iframe;
+		c->cur_task[c->ncur & (PY_CURRENT_MAX - 1)] = task;
+		c->ncur++;
+	}
+}
+
+/*
  * Walk the frames from frame, the thread state's first, into b.  raw_only:
  * only hash their code and instruction fields into b->fc.raw, reading no
  * code object and keeping no frame.
@@ -339,8 +405,10 @@ static __always_inline void walk_stack(struct sample_buf *b,
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->raw_only = raw_only;
 	c->task_frame = task_frame;
-	if (proc->flags & PY_PROC_F_ASYNC_OUTER)
+	if ((proc->flags & PY_PROC_F_ASYNC_OUTER) && !raw_only) {
 		c->owner_gen = off->owner_generator;
+		current_tasks(proc, c);
+	}
 	c->tgid = tgid;
 	read_bulk(off, tstate, frame, c, slot);
 	c->status = ST_COMPLETE;
@@ -405,8 +473,15 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	tframe = running_task_frame(proc, tstate, &atask, &b->ev);
 	walk_stack(b, proc, task, tgid, tstate, frame, false, tframe);
 
+	b->ev.task_flags = 0;
+	if (c->found) {
+		/* what names it, now, as for 3.14+ */
+		atask = c->found;
+		read_u64(atask + proc->off.task_name, &b->ev.task_name);
+	}
 	if (c->task_at) {
-		b->ev.task = c->outer ? c->outer : atask;
+		b->ev.task = c->outer && !c->found ? c->outer : atask;
+		b->ev.task_flags = c->outer && !c->found ? 0 : SAMPLE_TASK_OBJ;
 		b->ev.task_depth = c->task_at;
 	}
 	if (c->cache_hits)

@@ -69,14 +69,10 @@ def innermost_task(names):
 def test_cpu_request_tasks(ainterp, procs, staging, tmp_path):
     """cpu mode: `fast` burns the CPU, under its request's task (the
     handler names it "fast"), never under the event loop's frames.  A
-    request's task lives 2 ms: only 3.14+, whose thread state names the
-    running task, lets BPF read its name with the sample.  Before, the
-    task is found among those a read met, and a read meets few of these
-    (on 3.12+ one that ends in its eager first step none), and is named as
-    it is then: on 3.11 the handlers rename the connection's task, and its
-    fast samples read as the db request that followed."""
-    if ainterp.minor_tuple < (3, 14):
-        pytest.skip("a 2 ms task is named from 3.14 on")
+    request's task lives 2 ms, and on 3.12+ often ends in its eager first
+    step: BPF reads the running task and its name with the sample, from
+    the thread state on 3.14+ and from _current_tasks before.  A task
+    named as user space reads it later is another request's."""
     server, _ = start_service(procs, staging, ainterp, 8)
     prof, _ = record(procs, server.pid, tmp_path / "aiohttp.folded", 4)
     burn = prof.containing("burn")
@@ -110,8 +106,8 @@ def test_wall_handler_causes(ainterp, procs, staging, tmp_path):
                          ids=["3.12", "3.14"])
 def test_uvloop(where, procs, staging, tmp_path):
     """uvloop's event loop, in Cython, runs asyncio's own tasks: the same
-    shares in wall mode, and (3.14+) fast's CPU under its task, with no
-    Python loop frames below it at all."""
+    shares in wall mode, and fast's CPU under its task, with no Python
+    loop frames below it at all."""
     interp = find_interp(*where)
     if not interp:
         pytest.skip("no Python %s (%s)" % where)
@@ -121,10 +117,9 @@ def test_uvloop(where, procs, staging, tmp_path):
     assert_shares(prof, truth)
     burn = prof.select(lambda fr: fr[-1].name == "burn" and fr[0].name != "[asyncio tasks]")
     assert burn.total > 0, prof.top()
-    if interp.minor_tuple >= (3, 14):
-        for frames, _ in burn.stacks:
-            names = [f.name for f in frames]
-            assert innermost_task(names) == "[task fast]", names
+    for frames, _ in burn.stacks:
+        names = [f.name for f in frames]
+        assert innermost_task(names) == "[task fast]", names
 
 
 def assert_shares(prof, truth):

@@ -1191,6 +1191,16 @@ static void edges_read(struct collector *c, struct cproc *cp,
 	ct->edges_cost = (ct->edges_ns - t0) * EDGES_DUTY;
 }
 
+/* The task BPF read with the sample.  Before 3.14 who awaits it comes
+ * from the last read of the tasks: cpu mode has one read now and then. */
+static __u64 known_task(struct collector *c, struct cproc *cp,
+			const struct pyproc *pp, __u64 task)
+{
+	if (c->o.mode == MODE_CPU && (pp->proc.flags & PY_PROC_F_ASYNC_OUTER))
+		edges_read(c, cp, pp, EDGES_EVERY_NS);
+	return task;
+}
+
 /*
  * Before 3.14: the task whose coroutine's frame BPF marked, or 0 (the
  * root-most coroutine of the stack is no task's, or one that ended
@@ -1614,8 +1624,9 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	if (c->o.asyncio && tasks_ready(c, cp, pp) && ev->task &&
 	    ev->task_depth && ev->task_depth <= stack->n &&
 	    ev->task_depth <= ev->nframes) {
-		__u64 task = pp->proc.flags & PY_PROC_F_ASYNC_OUTER ?
-			outer_task(c, cp, pp, ev->task) : ev->task;
+		__u64 task = ev->task_flags & SAMPLE_TASK_OBJ ?
+			known_task(c, cp, pp, ev->task) :
+			outer_task(c, cp, pp, ev->task);
 
 		if (task && !(stack = task_stack(c, cp, pp, stack, task,
 						 ev->task_depth, ev->task_name,
@@ -1877,11 +1888,22 @@ static unsigned int read_task_depth(struct collector *c, struct cproc *cp,
 {
 	const struct py_offsets *off = &pp->proc.off;
 	struct remote_mem mem = { .pid = pp->pid };
+	struct async_coro cur[PY_CURRENT_MAX];
 	uint64_t t, coro;
-	int i;
+	int i, k, n;
 
-	/* before 3.14: the root-most coroutine frame of a task known */
+	/* before 3.14: the leaf-most frame of a task _current_tasks names,
+	 * as BPF takes it; else the root-most coroutine frame of a task
+	 * known */
 	if ((pp->proc.flags & PY_PROC_F_ASYNC_OUTER) && cp->tasks) {
+		n = asynctasks__current(pp->pid, &pp->proc, &cp->tasks->l,
+					cur, PY_CURRENT_MAX);
+		for (i = 0; i < sr->n; i++)
+			for (k = 0; k < n; k++)
+				if (sr->addr[i] == cur[k].coro + off->gen_iframe) {
+					*task = cur[k].task;
+					return (unsigned int)i + 1;
+				}
 		for (i = (int)sr->n - 1; i >= 0; i--)
 			if (asynctasks__known_frame(&cp->tasks->l, sr->addr[i]))
 				break;

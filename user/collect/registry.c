@@ -402,9 +402,18 @@ int registry__set_async(struct registry *r, pid_t pid,
 	if (!e || e->p.state != PY_PROC_PYTHON)
 		return -ESRCH;
 	if (l->lo) {
-		/* before 3.14: the root-most coroutine frame is the task's */
+		/* before 3.14: the task _current_tasks names whose coroutine
+		 * is in the stack, else the root-most coroutine frame's */
+		if (l->lo->task_coro >= PY_OFF_NONE ||
+		    l->lo->task_name >= PY_OFF_NONE ||
+		    l->go.gen_iframe >= PY_OFF_NONE)
+			return -ERANGE;
 		p = &e->p.proc;
 		p->off.owner_generator = l->lo->owner_generator;
+		p->off.task_coro = l->lo->task_coro;
+		p->off.task_name = l->lo->task_name;
+		p->off.gen_iframe = l->go.gen_iframe;
+		p->async_current = l->current;
 		p->flags |= PY_PROC_F_ASYNC_OUTER;
 		publish(r, e);
 		return 0;

@@ -511,6 +511,7 @@ struct task_head {
 	__u64 callback0;	/* before 3.14: its first done-callback */
 	bool by_is_set;		/* 3.14+: by is a set of awaiters */
 	bool done;
+	bool frames_known;	/* the sample holds its frames: read none */
 };
 
 /* The first of the tasks that await child, by the last read's edges:
@@ -529,12 +530,26 @@ static int first_edge(const struct async_layout *l, __u64 child)
 	return lo < l->nedges && l->edges[lo].child == child ? lo : -1;
 }
 
-/* The first task the last read found awaiting child, or 0. */
-static __u64 parent_of(const struct async_layout *l, __u64 child)
+/* Is edge e one of the task at child that runs coro? */
+static bool edge_of(const struct async_layout *l, int e, __u64 child,
+		    __u64 coro)
 {
-	int e = first_edge(l, child);
+	return e >= 0 && e < l->nedges && l->edges[e].child == child &&
+	       l->edges[e].coro == coro;
+}
 
-	return e < 0 ? 0 : l->edges[e].parent;
+/* The first task the last read found awaiting the task at child that
+ * runs coro, or 0. */
+static __u64 parent_of(const struct async_layout *l, __u64 child,
+		       __u64 coro)
+{
+	int e;
+
+	for (e = first_edge(l, child);
+	     e >= 0 && e < l->nedges && l->edges[e].child == child; e++)
+		if (edge_of(l, e, child, coro))
+			return l->edges[e].parent;
+	return 0;
 }
 
 /* The head of the 3.14+ task whose object is tb. */
@@ -621,7 +636,7 @@ static bool head_py(struct walk *w, __u64 addr, struct task_head *h)
 	h->waiter = py_field(w, addr, "_fut_waiter", &left);
 	h->name = py_field(w, addr, "_name", &left);
 	h->loop = py_field(w, addr, "_loop", &left);
-	h->by = parent_of(w->l, addr);
+	h->by = parent_of(w->l, addr, h->coro);
 	return true;
 }
 
@@ -641,7 +656,7 @@ static void head_legacy(struct walk *w, __u64 addr, const unsigned char *tb,
 	h->loop = remote__u64(tb, n, lo->fut_loop);
 	h->done = remote__u32(tb, n, lo->fut_state);
 	h->callback0 = remote__u64(tb, n, lo->fut_callback0);
-	h->by = parent_of(w->l, addr);
+	h->by = parent_of(w->l, addr, h->coro);
 }
 
 /* Before 3.14: the task at addr, C or Python, read and checked. */
@@ -700,6 +715,8 @@ static void read_awaiters(struct walk *w, const struct task_head *h,
 		for (e = first_edge(w->l, h->addr);
 		     e >= 0 && e < w->l->nedges && w->l->edges[e].child == h->addr;
 		     e++) {
+			if (!edge_of(w->l, e, h->addr, h->coro))
+				continue;
 			if (t->nawaiters == ASYNC_MAX_AWAITERS) {
 				t->awaiters_cut = true;
 				return;
@@ -740,7 +757,8 @@ static void read_task_as(struct walk *w, const struct task_head *h,
 	if (h->waiter && t->state == ASYNC_WAITING &&
 	    !obj_type_name(w, h->waiter, t->awaits, sizeof(t->awaits)))
 		snprintf(t->awaits, sizeof(t->awaits), "[unknown]");
-	read_chain(w, h->coro, t);
+	if (!h->frames_known)
+		read_chain(w, h->coro, t);
 	read_awaiters(w, h, t);
 }
 
@@ -757,7 +775,8 @@ static void read_task(struct walk *w, const struct task_head *h,
 	struct task_head again;
 
 	read_task_as(w, h, thread_key, running, t);
-	if (t->known || !h->coro || !read_head(w, h->addr, &again) ||
+	if (t->known || !h->coro || h->frames_known ||
+	    !read_head(w, h->addr, &again) ||
 	    (again.name == h->name && again.waiter == h->waiter &&
 	     again.coro == h->coro))
 		return;
@@ -1005,7 +1024,9 @@ struct edges {
 static int add_edge(struct edges *es, struct walk *w, __u64 child,
 		    __u64 parent)
 {
-	if (!met_find(w, child) || !met_find(w, parent) || child == parent)
+	const struct task_head *c = met_find(w, child);
+
+	if (!c || !met_find(w, parent) || child == parent)
 		return 0;
 	if (es->n == MAX_EDGES) {
 		cut(w, "more than %d awaits", MAX_EDGES);
@@ -1013,7 +1034,7 @@ static int add_edge(struct edges *es, struct walk *w, __u64 child,
 	}
 	if (grow(&es->e, es->n, &es->cap, sizeof(*es->e)))
 		return -ENOMEM;
-	es->e[es->n++] = (struct async_edge){ child, parent };
+	es->e[es->n++] = (struct async_edge){ child, parent, c->coro };
 	return 0;
 }
 
@@ -1070,9 +1091,17 @@ static int group_edge(struct walk *w, struct edges *es,
  * before 3.14: their tasks have no awaiter.)  Kept in l for the reads
  * that follow a task's awaiters up.
  */
+static int by_coro(const void *pa, const void *pb)
+{
+	const struct async_coro *a = pa, *b = pb;
+
+	return a->coro < b->coro ? -1 : a->coro > b->coro;
+}
+
 static int legacy_edges(struct walk *w)
 {
 	struct edges es = { 0 };
+	struct async_coro *coros;
 	uint64_t type;
 	size_t j, u;
 	int i, ret = 0;
@@ -1105,14 +1134,14 @@ static int legacy_edges(struct walk *w)
 	w->l->edges = es.e;
 	w->l->nedges = (int)u;
 	/* and each task by its coroutine, for the samples to come */
-	es.e = malloc((w->nmet + 1) * sizeof(*es.e));
-	if (!es.e)
+	coros = malloc((w->nmet + 1) * sizeof(*coros));
+	if (!coros)
 		return -ENOMEM;
 	for (i = 0; i < w->nmet; i++)
-		es.e[i] = (struct async_edge){ w->met[i].coro, w->met[i].addr };
-	qsort(es.e, w->nmet, sizeof(*es.e), by_edge);
+		coros[i] = (struct async_coro){ w->met[i].coro, w->met[i].addr };
+	qsort(coros, w->nmet, sizeof(*coros), by_coro);
 	free(w->l->coros);
-	w->l->coros = es.e;
+	w->l->coros = coros;
 	w->l->ncoros = w->nmet;
 	return 0;
 }
@@ -1163,7 +1192,7 @@ static void legacy_read(struct walk *w)
 		t = new_task(w);
 		if (!t)
 			return;
-		h->by = parent_of(l, h->addr);
+		h->by = parent_of(l, h->addr, h->coro);
 		read_task(w, h, key, running, t);
 	}
 }
@@ -1448,7 +1477,7 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 		.pid = pid, .proc = proc, .ao = &l->ao, .go = &l->go, .l = l,
 		.mem = { .pid = pid }, .out = &none,
 	};
-	struct task_head h;
+	struct task_head h, now;
 	int n = 0, i;
 
 	*cut = false;
@@ -1464,7 +1493,11 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 			;
 		if (!n && (name_obj || by)) {
 			h = (struct task_head){ .addr = addr, .name = name_obj,
-						.by = by };
+						.by = by, .frames_known = true };
+			/* before 3.14 the edges are a read's: they hold while
+			 * the task runs the coroutine they were read with */
+			if (l->lo && read_head(&w, addr, &now))
+				h.coro = now.coro;
 			h.by_is_set = by && obj_type_name(&w, by, type,
 							  sizeof(type)) &&
 				      !strcmp(type, "set");
@@ -1478,13 +1511,6 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 	}
 	free(w.scratch);
 	return n;
-}
-
-static int by_coro(const void *pa, const void *pb)
-{
-	const struct async_edge *a = pa, *b = pb;
-
-	return a->child < b->child ? -1 : a->child > b->child;
 }
 
 struct running {
@@ -1516,26 +1542,62 @@ __u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
 		.mem = { .pid = pid }, .out = &none,
 	};
 	struct running r = { &w, frame - l->go.gen_iframe, 0 };
-	struct async_edge key = { r.coro, 0 }, *e;
+	struct async_coro key = { r.coro, 0 }, *e;
 
 	if (!l->lo || frame < l->go.gen_iframe)
 		return 0;
 	e = l->ncoros ? bsearch(&key, l->coros, l->ncoros, sizeof(key),
 				by_coro) : NULL;
 	/* the task still runs that coroutine: not one freed and reused */
-	if (e && !running_item(0, e->parent, &r))
+	if (e && !running_item(0, e->task, &r))
 		e = NULL;
 	if (e)
-		return e->parent;
+		return e->task;
 	if (pyobj__dict_items(pid, proc, l->current, MAX_CURRENT,
 			      running_item, &r) < 0)
 		return 0;
 	return r.task;
 }
 
+struct current {
+	struct walk *w;
+	struct async_coro *out;
+	int n, max;
+};
+
+static int current_item(uint64_t loop, uint64_t task, void *ctx)
+{
+	struct current *x = ctx;
+	struct task_head h;
+
+	(void)loop;
+	if (x->n < x->max && legacy_head(x->w, task, &h) && !h.done && h.coro)
+		x->out[x->n++] = (struct async_coro){ h.coro, task };
+	return x->n == x->max;
+}
+
+int asynctasks__current(pid_t pid, const struct py_proc *proc,
+			struct async_layout *l, struct async_coro *out,
+			int max)
+{
+	struct async_tasks none = { 0 };
+	struct walk w = {
+		.pid = pid, .proc = proc, .go = &l->go, .l = l,
+		.mem = { .pid = pid }, .out = &none,
+	};
+	struct current x = { &w, out, 0, max };
+	int ret;
+
+	if (!l->lo)
+		return -ENOTSUP;
+	ret = pyobj__dict_items(pid, proc, l->current, MAX_CURRENT,
+				current_item, &x);
+	return ret < 0 ? ret : x.n;
+}
+
 bool asynctasks__known_frame(const struct async_layout *l, __u64 frame)
 {
-	struct async_edge key = { frame - l->go.gen_iframe, 0 };
+	struct async_coro key = { frame - l->go.gen_iframe, 0 };
 
 	return l->lo && l->ncoros && frame >= l->go.gen_iframe &&
 	       bsearch(&key, l->coros, l->ncoros, sizeof(key), by_coro);
@@ -1545,7 +1607,8 @@ void asynctasks__close(struct async_layout *l)
 {
 	free(l->edges);
 	free(l->coros);
-	l->edges = l->coros = NULL;
+	l->edges = NULL;
+	l->coros = NULL;
 	l->nedges = l->ncoros = 0;
 }
 

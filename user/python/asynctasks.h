@@ -86,6 +86,14 @@ struct async_tasks {
 /* Before 3.14: "child is awaited by parent", as the last read found. */
 struct async_edge {
 	__u64 child, parent;
+	/* the child's coroutine when the edge was read: a task that ended,
+	 * and whose memory a new task took, has another */
+	__u64 coro;
+};
+
+/* A task by its coroutine (before 3.14). */
+struct async_coro {
+	__u64 coro, task;
 };
 
 struct async_layout {
@@ -106,7 +114,7 @@ struct async_layout {
 	} task_types[ASYNC_TASK_TYPES];
 	struct async_edge *edges;	/* by child */
 	int nedges;
-	struct async_edge *coros;	/* {coroutine, its task}, by coroutine */
+	struct async_coro *coros;	/* by coroutine */
 	int ncoros;
 	/* type names read, by the type's address: a task's coroutine and
 	 * what it awaits are of a few types, read again at every task */
@@ -189,6 +197,12 @@ int asynctasks__heads(pid_t pid, const struct py_proc *proc,
  */
 __u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
 			  struct async_layout *l, __u64 frame);
+/* Before 3.14: the pending tasks asyncio's _current_tasks says run now,
+ * with their coroutines, up to max: how many, or -errno. */
+int asynctasks__current(pid_t pid, const struct py_proc *proc,
+			struct async_layout *l, struct async_coro *out,
+			int max);
+
 /* Is the frame at frame the coroutine's of a task the last read met?
  * (No read of the target: to pick a stack's task frame.) */
 bool asynctasks__known_frame(const struct async_layout *l, __u64 frame);

@@ -12,9 +12,7 @@
  * Objects/dict-common.h up to 3.10, Include/internal/pycore_dict.h after):
  *   - dict keys: to 3.10, dk_size at 8, dk_nentries at 32, the index at
  *     40 in bytes of 1, 2, 4 or 8 by size, then entries {hash, key,
- *     value}.  From 3.11, dk_log2_size at 8, dk_log2_index_bytes at 9,
- *     dk_kind at 10, dk_nentries at 24, the index at 32, then entries of
- *     24 bytes (general keys) or 16 {key, value} (str keys).
+ *     value}.  From 3.11, as pysight.h's PY_KEYS_* say.
  *   - split tables keep values apart, in ma_values: PyDictValues, whose
  *     array starts at 0, or at 8 from 3.13 (capacity, size, embedded and
  *     valid bytes go first).
@@ -43,7 +41,6 @@
 #define TP_DICTOFFSET	288
 #define TYPE_HEAD	296	/* bytes of a type read at once */
 #define DICT_USED	16
-#define DICT_KEYS	32
 #define DICT_VALUES	40
 #define MODULE_DICT	16
 #define LONG_DIGITS	24
@@ -225,14 +222,16 @@ static int entries_of(pid_t pid, const struct layout *l, uint64_t keys,
 		e->key = 8;
 		e->value = 16;
 	} else {
-		uint8_t log2 = h[8], log2_index = h[9], kind = h[10];
+		uint8_t log2 = h[PY_KEYS_LOG2_SIZE];
+		uint8_t log2_index = h[PY_KEYS_LOG2_INDEX];
+		uint8_t kind = h[PY_KEYS_KIND];
 
-		if (log2 < 3 || log2 > 26 || log2_index < log2 ||
+		if (log2 < 3 || log2 > PY_KEYS_MAX_LOG2 || log2_index < log2 ||
 		    log2_index > log2 + 3 || kind > 2)
 			return -EFAULT;
 		size = 1ULL << log2;
-		e->n = remote__u64(h, sizeof(h), 24);
-		e->at = keys + 32 + (1ULL << log2_index);
+		e->n = remote__u64(h, sizeof(h), PY_KEYS_NENTRIES);
+		e->at = keys + PY_KEYS_INDEX + (1ULL << log2_index);
 		e->size = kind ? 16 : 24;
 		e->key = kind ? 0 : 8;
 		e->value = kind ? 8 : 16;
@@ -289,7 +288,7 @@ static int dict_entries(pid_t pid, const struct py_proc *proc,
 	if (read_type(pid, dict, &type, head) ||
 	    !(remote__u64(head, sizeof(head), TP_FLAGS) & F_DICT_SUBCLASS) ||
 	    remote__read(pid, dict, d, sizeof(d)) ||
-	    entries_of(pid, l, remote__u64(d, sizeof(d), DICT_KEYS), e))
+	    entries_of(pid, l, remote__u64(d, sizeof(d), PY_DICT_KEYS), e))
 		return -EFAULT;
 	values = remote__u64(d, sizeof(d), DICT_VALUES);
 	if (values)
