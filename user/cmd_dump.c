@@ -376,62 +376,25 @@ static int print_json(const struct dump *d)
 
 #define TREE_DEPTH	64	/* tasks awaiting tasks, shown at most */
 
-/* Tasks by the task they are awaited by: kids[first[i] .. first[i + 1]). */
 struct tree {
 	const struct dump *d;
 	const struct dtasks *dt;
-	int *first, *kids;
+	struct async_awaited by;
 	char *shown;
 };
 
 static int tree_build(struct tree *tr)
 {
-	const struct async_tasks *t = &tr->dt->t;
-	int i, j, p, *fill;
-
-	tr->first = calloc(t->n + 2, sizeof(int));
-	tr->shown = calloc(t->n + 1, 1);
-	fill = calloc(t->n + 1, sizeof(int));
-	tr->kids = malloc((t->n * ASYNC_MAX_AWAITERS + 1) * sizeof(int));
-	if (!tr->first || !tr->shown || !fill || !tr->kids) {
-		free(fill);
+	tr->shown = calloc(tr->dt->t.n + 1, 1);
+	if (!tr->shown)
 		return -ENOMEM;
-	}
-	for (i = 0; i < t->n; i++)
-		for (j = 0; j < t->tasks[i].nawaiters; j++) {
-			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
-			if (p >= 0)
-				tr->first[p + 1]++;
-		}
-	for (i = 0; i < t->n; i++)
-		tr->first[i + 1] += tr->first[i];
-	for (i = 0; i < t->n; i++)
-		for (j = 0; j < t->tasks[i].nawaiters; j++) {
-			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
-			if (p >= 0)
-				tr->kids[tr->first[p] + fill[p]++] = i;
-		}
-	free(fill);
-	return 0;
+	return asynctasks__awaited(&tr->dt->t, &tr->by);
 }
 
 static void tree_free(struct tree *tr)
 {
-	free(tr->first);
-	free(tr->kids);
+	asynctasks__awaited_free(&tr->by);
 	free(tr->shown);
-}
-
-/* Is task i awaited by a task that was read? */
-static bool has_parent(const struct dtasks *dt, int i)
-{
-	const struct async_task *t = &dt->t.tasks[i];
-	int j;
-
-	for (j = 0; j < t->nawaiters; j++)
-		if (asynctasks__find(&dt->t, t->awaiters[j]) >= 0)
-			return true;
-	return false;
 }
 
 /* The task's coroutines, named as a sample's frames: root first. */
@@ -480,12 +443,12 @@ static void print_task(struct tree *tr, int i, int depth)
 	if (t->awaiters_cut)
 		printf("%*s[awaited by more than shown]\n", ind + 4, "");
 	if (depth == TREE_DEPTH) {
-		if (tr->first[i + 1] > tr->first[i])
+		if (tr->by.first[i + 1] > tr->by.first[i])
 			printf("%*s[deeper tasks not shown]\n", ind + 2, "");
 		return;
 	}
-	for (k = tr->first[i]; k < tr->first[i + 1]; k++)
-		print_task(tr, tr->kids[k], depth + 1);
+	for (k = tr->by.first[i]; k < tr->by.first[i + 1]; k++)
+		print_task(tr, tr->by.tasks[k], depth + 1);
 }
 
 static const char *thread_name_of(const struct dump *d, pid_t pid, __u64 key)
@@ -535,7 +498,8 @@ static int print_tasks_of(const struct dump *d, const struct dtasks *dt)
 		else
 			printf("\nThread %llu\n", (unsigned long long)key);
 		for (j = i; j < t->n; j++)
-			if (t->tasks[j].thread_key == key && !has_parent(dt, j))
+			if (t->tasks[j].thread_key == key &&
+			    !asynctasks__has_awaiter(t, j))
 				print_task(&tr, j, 0);
 	}
 	for (i = 0; i < t->n; i++) {

@@ -1262,6 +1262,52 @@ int asynctasks__find(const struct async_tasks *t, __u64 addr)
 	return -1;
 }
 
+bool asynctasks__has_awaiter(const struct async_tasks *t, int i)
+{
+	int j;
+
+	for (j = 0; j < t->tasks[i].nawaiters; j++)
+		if (asynctasks__find(t, t->tasks[i].awaiters[j]) >= 0)
+			return true;
+	return false;
+}
+
+int asynctasks__awaited(const struct async_tasks *t, struct async_awaited *by)
+{
+	int i, j, p, *fill;
+
+	by->first = calloc(t->n + 2, sizeof(int));
+	by->tasks = malloc((t->n * ASYNC_MAX_AWAITERS + 1) * sizeof(int));
+	fill = calloc(t->n + 1, sizeof(int));
+	if (!by->first || !by->tasks || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->n; i++)
+		for (j = 0; j < t->tasks[i].nawaiters; j++) {
+			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
+			if (p >= 0)
+				by->first[p + 1]++;
+		}
+	for (i = 0; i < t->n; i++)
+		by->first[i + 1] += by->first[i];
+	for (i = 0; i < t->n; i++)
+		for (j = 0; j < t->tasks[i].nawaiters; j++) {
+			p = asynctasks__find(t, t->tasks[i].awaiters[j]);
+			if (p >= 0)
+				by->tasks[by->first[p] + fill[p]++] = i;
+		}
+	free(fill);
+	return 0;
+}
+
+void asynctasks__awaited_free(struct async_awaited *by)
+{
+	free(by->first);
+	free(by->tasks);
+	by->first = by->tasks = NULL;
+}
+
 int asynctasks__layout(pid_t pid, const struct py_proc *proc, int minor,
 		       const struct py_async_offsets *ao,
 		       struct async_layout *out, char *err, size_t errlen)

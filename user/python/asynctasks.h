@@ -210,6 +210,20 @@ bool asynctasks__known_frame(const struct async_layout *l, __u64 frame);
 /* The index in t->tasks of the task at addr, or -1 (none was read). */
 int asynctasks__find(const struct async_tasks *t, __u64 addr);
 
+/* Is task i of t awaited by a task t holds? */
+bool asynctasks__has_awaiter(const struct async_tasks *t, int i);
+
+/* Who awaits whom in t, the other way round: the tasks that task i
+ * awaits (those whose awaiters name it) are tasks[first[i] ..
+ * first[i + 1]), as indexes in t->tasks. */
+struct async_awaited {
+	int *first, *tasks;
+};
+
+/* 0, or -ENOMEM; free it with asynctasks__awaited_free() either way. */
+int asynctasks__awaited(const struct async_tasks *t, struct async_awaited *by);
+void asynctasks__awaited_free(struct async_awaited *by);
+
 /* "running", "waiting", ... */
 const char *asynctasks__state_name(int state);
 
