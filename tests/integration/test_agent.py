@@ -554,6 +554,39 @@ def test_wall_mode_exports_off_cpu_causes(py, procs, staging, workdir, otel_coll
     assert io >= 0.8 * wall * NS, "main thread: %.2f s of io in %.2f s" % (io / NS, wall)
 
 
+def test_asyncio_task_profiles(py, procs, staging, workdir, otel_collector):
+    """--asyncio in wall mode (the host's 3.11: _current_tasks, no
+    section): an asyncio service's tasks go to the Collector as profiles of
+    their own sample type, each sample under its task at its await point,
+    apart from the thread profiles, which have no await in them."""
+    from test_asyncio_profile import start_service
+    col = otel_collector.start(free_port())
+    server, _, _ = start_service(procs, staging, py, 8, 3)
+    agent = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 2, "-r", 97,
+                                   "--mode", "wall", "--asyncio", "-p", server.pid]).wait_sampling()
+    time.sleep(5)
+    assert agent.stop() == 0, agent.stderr
+    time.sleep(0.3)
+    profiles = [p for _, p in ours(col, server.pid)]
+    assert {p.sample_type for p in profiles} == {("wall", "nanoseconds"),
+                                                 ("task_wall", "nanoseconds")}, agent.stderr
+    tasks = [s for p in profiles if p.sample_type[0] == "task_wall" for s in p.samples]
+    threads = [s for p in profiles if p.sample_type[0] == "wall" for s in p.samples]
+    assert tasks and threads
+    for s in tasks:
+        names = [f[0] for f in s.frames]
+        assert names[0].startswith("[await: ") and any(n.startswith("[task ") for n in names), \
+            names
+    for s in threads:
+        assert not any(f[0].startswith("[await: ") for f in s.frames), s.frames
+    # the db handler awaits asyncio.sleep, the locked one the lock
+    for handler, cause in (("db", "[await: sleep]"), ("locked", "[await: lock]")):
+        mine = [s for s in tasks if has_func(handler)(s)]
+        assert mine, handler
+        at = sum(s.values[0] for s in mine if s.frames[0][0] == cause)
+        assert at >= 0.8 * sum(s.values[0] for s in mine), (handler, len(mine))
+
+
 def test_interning_stays_flat_under_thread_churn(py, procs, staging, workdir,
                                                  otel_collector):
     """A process that starts and joins threads all the time: each sampled

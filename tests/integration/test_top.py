@@ -427,6 +427,33 @@ def test_wall_mode_times(procs):
     assert 3 * INTERVAL * 0.7 <= module[0]["total_s"] <= 3 * INTERVAL * 1.1, run.stdout
 
 
+ASYNC_SPINNER = """import asyncio, time
+async def spin():
+    t = time.time()
+    while time.time() - t < 60:
+        pass
+async def main():
+    await asyncio.create_task(spin(), name="spinner")
+asyncio.run(main())
+"""
+
+
+def test_asyncio_tasks(procs):
+    """--asyncio: a task that spins is a row of its own, [task spinner],
+    under the task that awaits it, and the event loop's frames are gone
+    from its stack."""
+    run = run_pysight(procs, ["top", "-i", INTERVAL, "-n", 3, "--asyncio", "--nolineno",
+                              "--", PYTHON, "-c", ASYNC_SPINNER], timeout=60)
+    assert run.returncode == 0, run.stderr
+    head, rows = tables(run.stdout)[-1]
+    by = {r["text"]: r for r in rows}
+    assert by.get("[task spinner]", {}).get("total", 0) > 90, run.stdout
+    assert by.get("[task Task-1]", {}).get("total", 0) > 90, run.stdout
+    assert by.get("spin (<string>)", {}).get("own", 0) > 90, run.stdout
+    assert by.get("BaseEventLoop._run_once (asyncio/base_events.py)",
+                  {}).get("total", 0) < 5, run.stdout
+
+
 @pytest.mark.parametrize("args,word", [
     (["--interval", "0"], "--interval"),
     (["-i", "x"], "--interval"),
