@@ -530,14 +530,6 @@ static int first_edge(const struct async_layout *l, __u64 child)
 	return lo < l->nedges && l->edges[lo].child == child ? lo : -1;
 }
 
-/* Is edge e one of the task at child that runs coro? */
-static bool edge_of(const struct async_layout *l, int e, __u64 child,
-		    __u64 coro)
-{
-	return e >= 0 && e < l->nedges && l->edges[e].child == child &&
-	       l->edges[e].coro == coro;
-}
-
 /* The first task the last read found awaiting the task at child that
  * runs coro, or 0. */
 static __u64 parent_of(const struct async_layout *l, __u64 child,
@@ -547,7 +539,7 @@ static __u64 parent_of(const struct async_layout *l, __u64 child,
 
 	for (e = first_edge(l, child);
 	     e >= 0 && e < l->nedges && l->edges[e].child == child; e++)
-		if (edge_of(l, e, child, coro))
+		if (l->edges[e].coro == coro)
 			return l->edges[e].parent;
 	return 0;
 }
@@ -715,7 +707,7 @@ static void read_awaiters(struct walk *w, const struct task_head *h,
 		for (e = first_edge(w->l, h->addr);
 		     e >= 0 && e < w->l->nedges && w->l->edges[e].child == h->addr;
 		     e++) {
-			if (!edge_of(w->l, e, h->addr, h->coro))
+			if (w->l->edges[e].coro != h->coro)
 				continue;
 			if (t->nawaiters == ASYNC_MAX_AWAITERS) {
 				t->awaiters_cut = true;
@@ -1084,13 +1076,6 @@ static int group_edge(struct walk *w, struct edges *es,
 	return add_edge(es, w, child->addr, parent);
 }
 
-/*
- * Who awaits whom, rebuilt: a task awaits what its fut_waiter holds, a
- * task itself or a gather() of tasks; a TaskGroup's parent awaits its
- * children.  (shield(), wait() and as_completed() leave no trace to read
- * before 3.14: their tasks have no awaiter.)  Kept in l for the reads
- * that follow a task's awaiters up.
- */
 static int by_coro(const void *pa, const void *pb)
 {
 	const struct async_coro *a = pa, *b = pb;
@@ -1098,6 +1083,13 @@ static int by_coro(const void *pa, const void *pb)
 	return a->coro < b->coro ? -1 : a->coro > b->coro;
 }
 
+/*
+ * Who awaits whom, rebuilt: a task awaits what its fut_waiter holds, a
+ * task itself or a gather() of tasks; a TaskGroup's parent awaits its
+ * children.  (shield(), wait() and as_completed() leave no trace to read
+ * before 3.14: their tasks have no awaiter.)  Kept in l for the reads
+ * that follow a task's awaiters up.
+ */
 static int legacy_edges(struct walk *w)
 {
 	struct edges es = { 0 };
@@ -1559,52 +1551,6 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 	return n;
 }
 
-struct running {
-	struct walk *w;
-	__u64 coro, task;
-};
-
-/* Is the task at task a pending task that runs r's coroutine?  (A task
- * that ended keeps its coroutine, whose memory a new one may have taken:
- * 3.11's fast request was shown as the db one that ended.) */
-static int running_item(uint64_t loop, uint64_t task, void *ctx)
-{
-	struct running *r = ctx;
-	struct task_head h;
-
-	(void)loop;
-	if (!legacy_head(r->w, task, &h) || h.done || h.coro != r->coro)
-		return 0;
-	r->task = task;
-	return 1;
-}
-
-__u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
-			  struct async_layout *l, __u64 frame)
-{
-	struct async_tasks none = { 0 };
-	struct walk w = {
-		.pid = pid, .proc = proc, .go = &l->go, .l = l,
-		.mem = { .pid = pid }, .out = &none,
-	};
-	struct running r = { &w, frame - l->go.gen_iframe, 0 };
-	struct async_coro key = { r.coro, 0 }, *e;
-
-	if (!l->lo || frame < l->go.gen_iframe)
-		return 0;
-	e = l->ncoros ? bsearch(&key, l->coros, l->ncoros, sizeof(key),
-				by_coro) : NULL;
-	/* the task still runs that coroutine: not one freed and reused */
-	if (e && !running_item(0, e->task, &r))
-		e = NULL;
-	if (e)
-		return e->task;
-	if (pyobj__dict_items(pid, proc, l->current, MAX_CURRENT,
-			      running_item, &r) < 0)
-		return 0;
-	return r.task;
-}
-
 struct current {
 	struct walk *w;
 	struct async_coro *out;
@@ -1639,6 +1585,35 @@ int asynctasks__current(pid_t pid, const struct py_proc *proc,
 	ret = pyobj__dict_items(pid, proc, l->current, MAX_CURRENT,
 				current_item, &x);
 	return ret < 0 ? ret : x.n;
+}
+
+__u64 asynctasks__running(pid_t pid, const struct py_proc *proc,
+			  struct async_layout *l, __u64 frame)
+{
+	struct async_tasks none = { 0 };
+	struct walk w = {
+		.pid = pid, .proc = proc, .go = &l->go, .l = l,
+		.mem = { .pid = pid }, .out = &none,
+	};
+	struct async_coro key = { frame - l->go.gen_iframe, 0 }, *e;
+	struct async_coro cur[MAX_CURRENT];
+	struct task_head h;
+	int n, k;
+
+	if (!l->lo || frame < l->go.gen_iframe)
+		return 0;
+	e = l->ncoros ? bsearch(&key, l->coros, l->ncoros, sizeof(key),
+				by_coro) : NULL;
+	/* the task is still pending and runs that coroutine (a task that
+	 * ended keeps its coroutine, whose memory a new one may have taken:
+	 * 3.11's fast request was shown as the db one that ended) */
+	if (e && legacy_head(&w, e->task, &h) && !h.done && h.coro == key.coro)
+		return e->task;
+	n = asynctasks__current(pid, proc, l, cur, MAX_CURRENT);
+	for (k = 0; k < n; k++)
+		if (cur[k].coro == key.coro)
+			return cur[k].task;
+	return 0;
 }
 
 bool asynctasks__known_frame(const struct async_layout *l, __u64 frame)
