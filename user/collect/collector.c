@@ -1889,37 +1889,38 @@ static unsigned int read_task_depth(struct collector *c, struct cproc *cp,
 	const struct py_offsets *off = &pp->proc.off;
 	struct remote_mem mem = { .pid = pp->pid };
 	struct async_coro cur[PY_CURRENT_MAX];
+	bool outer = (pp->proc.flags & PY_PROC_F_ASYNC_OUTER) && cp->tasks;
 	uint64_t t, coro;
-	int i, k, n;
+	int i, k, n = 0;
 
-	/* before 3.14: the leaf-most frame of a task _current_tasks names,
-	 * as BPF takes it; else the root-most coroutine frame of a task
-	 * known */
-	if ((pp->proc.flags & PY_PROC_F_ASYNC_OUTER) && cp->tasks) {
+	/* the tasks running now, as BPF takes them: the thread state's
+	 * (3.14+), or those _current_tasks names (before) */
+	if (outer) {
 		n = asynctasks__current(pp->pid, &pp->proc, &cp->tasks->l,
 					cur, PY_CURRENT_MAX);
-		for (i = 0; i < sr->n; i++)
-			for (k = 0; k < n; k++)
-				if (sr->addr[i] == cur[k].coro + off->gen_iframe) {
-					*task = cur[k].task;
-					return (unsigned int)i + 1;
-				}
-		for (i = (int)sr->n - 1; i >= 0; i--)
-			if (asynctasks__known_frame(&cp->tasks->l, sr->addr[i]))
-				break;
-		*task = i < 0 ? 0 : outer_task(c, cp, pp, sr->addr[i]);
-		return *task ? (unsigned int)i + 1 : 0;
+	} else if ((pp->proc.flags & PY_PROC_F_ASYNC) && sr->tstate &&
+		   !remote__mem_read64(&mem, sr->tstate +
+					     off->tstate_running_task, &t) &&
+		   t && !remote__mem_read64(&mem, t + off->task_coro, &coro) &&
+		   coro) {
+		cur[0] = (struct async_coro){ coro, t };
+		n = 1;
 	}
-	if (!(pp->proc.flags & PY_PROC_F_ASYNC) || !sr->tstate ||
-	    remote__mem_read64(&mem, sr->tstate + off->tstate_running_task,
-			       &t) || !t ||
-	    remote__mem_read64(&mem, t + off->task_coro, &coro) || !coro)
-		return 0;
-	*task = t;
+	/* the leaf-most frame that is one of theirs */
 	for (i = 0; i < sr->n; i++)
-		if (sr->addr[i] == coro + off->gen_iframe)
-			return (unsigned int)i + 1;
-	return 0;
+		for (k = 0; k < n; k++)
+			if (sr->addr[i] == cur[k].coro + off->gen_iframe) {
+				*task = cur[k].task;
+				return (unsigned int)i + 1;
+			}
+	if (!outer)
+		return 0;
+	/* before 3.14, else the root-most coroutine frame of a task known */
+	for (i = (int)sr->n - 1; i >= 0; i--)
+		if (asynctasks__known_frame(&cp->tasks->l, sr->addr[i]))
+			break;
+	*task = i < 0 ? 0 : outer_task(c, cp, pp, sr->addr[i]);
+	return *task ? (unsigned int)i + 1 : 0;
 }
 
 static const struct pstack *sweep_stack(struct collector *c,

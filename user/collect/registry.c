@@ -395,42 +395,38 @@ void registry__adopt(struct registry *r, pid_t pid, const struct py_proc *proc)
 int registry__set_async(struct registry *r, pid_t pid,
 			const struct async_layout *l)
 {
+	__u64 coro, name;
 	struct entry *e;
 	struct py_proc *p;
 
 	HASH_FIND_INT(r->map, &pid, e);
 	if (!e || e->p.state != PY_PROC_PYTHON)
 		return -ESRCH;
+	/* a task's coroutine and name: the table's before 3.14, else the
+	 * section's.  BPF keeps them in 16 bits; the section was checked,
+	 * not bounded. */
+	coro = l->lo ? l->lo->task_coro : l->ao.task_coro;
+	name = l->lo ? l->lo->task_name : l->ao.task_name;
+	if (coro >= PY_OFF_NONE || name >= PY_OFF_NONE ||
+	    l->go.gen_iframe >= PY_OFF_NONE ||
+	    (!l->lo && (l->ao.tstate_running_task >= PY_OFF_NONE ||
+			l->ao.task_awaited_by >= PY_OFF_NONE)))
+		return -ERANGE;
+	p = &e->p.proc;
+	p->off.task_coro = coro;
+	p->off.task_name = name;
+	p->off.gen_iframe = l->go.gen_iframe;
 	if (l->lo) {
 		/* before 3.14: the task _current_tasks names whose coroutine
 		 * is in the stack, else the root-most coroutine frame's */
-		if (l->lo->task_coro >= PY_OFF_NONE ||
-		    l->lo->task_name >= PY_OFF_NONE ||
-		    l->go.gen_iframe >= PY_OFF_NONE)
-			return -ERANGE;
-		p = &e->p.proc;
 		p->off.owner_generator = l->lo->owner_generator;
-		p->off.task_coro = l->lo->task_coro;
-		p->off.task_name = l->lo->task_name;
-		p->off.gen_iframe = l->go.gen_iframe;
 		p->async_current = l->current;
 		p->flags |= PY_PROC_F_ASYNC_OUTER;
-		publish(r, e);
-		return 0;
+	} else {
+		p->off.tstate_running_task = l->ao.tstate_running_task;
+		p->off.task_awaited_by = l->ao.task_awaited_by;
+		p->flags |= PY_PROC_F_ASYNC;
 	}
-	/* BPF keeps them in 16 bits; the section was checked, not bounded */
-	if (l->ao.tstate_running_task >= PY_OFF_NONE ||
-	    l->ao.task_coro >= PY_OFF_NONE || l->go.gen_iframe >= PY_OFF_NONE ||
-	    l->ao.task_name >= PY_OFF_NONE ||
-	    l->ao.task_awaited_by >= PY_OFF_NONE)
-		return -ERANGE;
-	p = &e->p.proc;
-	p->off.tstate_running_task = l->ao.tstate_running_task;
-	p->off.task_coro = l->ao.task_coro;
-	p->off.task_name = l->ao.task_name;
-	p->off.task_awaited_by = l->ao.task_awaited_by;
-	p->off.gen_iframe = l->go.gen_iframe;
-	p->flags |= PY_PROC_F_ASYNC;
 	publish(r, e);
 	return 0;
 }
