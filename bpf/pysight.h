@@ -414,6 +414,21 @@ struct code_event {
 	__u8 lt[PYSIGHT_SNAP_LT];
 };
 
+/* Does a 3.11+ dict keys header read as one: the log2 of its size and
+ * of its index's bytes, and its kind (0 general, 1 str, 2 split)? */
+static inline int pysight_keys_ok(__u8 log2, __u8 log2_index, __u8 kind)
+{
+	return log2 >= 3 && log2 <= PY_KEYS_MAX_LOG2 && log2_index >= log2 &&
+	       log2_index <= log2 + 3 && kind <= 2;
+}
+
+/* The bytes of an entry of keys of that kind: {hash, key, value} for
+ * general keys, {key, value} for str keys. */
+static inline __u32 pysight_keys_entry(__u8 kind)
+{
+	return kind ? 16 : 24;
+}
+
 /*
  * A code object's identity as both sides compute it.  A freed and reused
  * address must not check alike, so the name string's cached hash is in it,

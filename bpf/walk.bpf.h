@@ -339,10 +339,9 @@ static __always_inline void current_tasks(const struct py_proc *proc,
 	log2_index = head[PY_KEYS_LOG2_INDEX];
 	kind = head[PY_KEYS_KIND];
 	n = *(__u64 *)(head + PY_KEYS_NENTRIES);
-	if (log2 < 3 || log2 > PY_KEYS_MAX_LOG2 || log2_index < log2 ||
-	    log2_index > log2 + 3 || kind > 2)
+	if (!pysight_keys_ok(log2, log2_index, kind))
 		return;
-	size = kind ? 16 : 24;
+	size = pysight_keys_entry(kind);
 	at = keys + PY_KEYS_INDEX + (1ULL << log2_index);
 	for (i = 0; i < PY_CURRENT_MAX; i++) {
 		if ((__u64)i >= n)

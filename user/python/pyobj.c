@@ -226,13 +226,12 @@ static int entries_of(pid_t pid, const struct layout *l, uint64_t keys,
 		uint8_t log2_index = h[PY_KEYS_LOG2_INDEX];
 		uint8_t kind = h[PY_KEYS_KIND];
 
-		if (log2 < 3 || log2 > PY_KEYS_MAX_LOG2 || log2_index < log2 ||
-		    log2_index > log2 + 3 || kind > 2)
+		if (!pysight_keys_ok(log2, log2_index, kind))
 			return -EFAULT;
 		size = 1ULL << log2;
 		e->n = remote__u64(h, sizeof(h), PY_KEYS_NENTRIES);
 		e->at = keys + PY_KEYS_INDEX + (1ULL << log2_index);
-		e->size = kind ? 16 : 24;
+		e->size = pysight_keys_entry(kind);
 		e->key = kind ? 0 : 8;
 		e->value = kind ? 8 : 16;
 	}
