@@ -55,7 +55,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/python/filename.c user/format/flatten.c \
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/asynctasks.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
-	    user/sys/privs.c user/sys/remote.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
+	    user/sys/privs.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \

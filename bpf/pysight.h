@@ -350,6 +350,8 @@ struct thread_record {
 	__u64 run_delay_ns;	/* sched_info.run_delay: run-queue wait */
 	__u64 switches;		/* nvcsw + nivcsw */
 	__u64 vswitches;	/* nvcsw: those where it blocked */
+	__u64 arrivals;		/* sched_info.pcount: times it was switched
+				 * in, 0 without CONFIG_SCHED_INFO */
 	/* the sweep: the last pass that found the thread as its previous
 	 * record left it (ktime ns), 0: none since that record */
 	__u64 same_until;

@@ -30,6 +30,8 @@ static __always_inline void sweep_counts(struct task_struct *task,
 		r->run_delay_ns = task->sched_info.run_delay;
 	r->switches = task->nvcsw + task->nivcsw;
 	r->vswitches = task->nvcsw;
+	if (bpf_core_field_exists(task->sched_info.pcount))
+		r->arrivals = task->sched_info.pcount;
 }
 
 /*

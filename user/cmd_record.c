@@ -291,12 +291,14 @@ static void summary(struct record *r, double secs)
 				st.sweep_capped);
 		pr_info("  sampled sweep: %" PRIu64 " ticks, %.1f us each "
 			"(%.1f us of it reading stacks), %" PRIu64 " stacks read "
-			"(%" PRIu64 " in one go) of %" PRIu64 " thread records; "
+			"(%" PRIu64 " in one go, %" PRIu64 " dropped: run since "
+			"seen blocked) of %" PRIu64 " thread records; "
 			"time in the profile by process (the folded file counts "
 			"microseconds):",
 			st.sweeps, st.sweep_ns / 1e3 / st.sweeps,
 			st.sweep_read_ns / 1e3 / st.sweeps, st.sweep_reads,
-			st.sweep_reads_again, st.sweep_records);
+			st.sweep_reads_again, st.sweep_reads_stale,
+			st.sweep_records);
 		print_breakdown(p);
 	} else if (r->s.o.mode != MODE_CPU) {
 		pr_info("  %" PRIu64 " off-CPU intervals, %" PRIu64

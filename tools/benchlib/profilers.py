@@ -280,17 +280,18 @@ def parse_austin_stderr(text):
 
 def parse_sweep_summary(text):
     """pysight's "sampled sweep: N ticks, X us each (Y us of it reading
-    stacks), S stacks read (M in one go) of R thread records" line (no "in
-    one go" before 7 December: then the bench lost every tick's figures)."""
+    stacks), S stacks read (M in one go, D dropped: ...) of R thread
+    records" line; older builds print no "in one go", or no "dropped"."""
     m = re.search(r"sampled sweep: (\d+) ticks, ([\d.]+) us each \(([\d.]+) us of it reading "
-                  r"stacks\), (\d+) stacks read (?:\((\d+) in one go\) )?of (\d+) thread records",
-                  text)
+                  r"stacks\), (\d+) stacks read (?:\((\d+) in one go(?:, (\d+) dropped[^)]*)?\) )?"
+                  r"of (\d+) thread records", text)
     if not m:
         return {}
     return {"ticks": int(m.group(1)), "tick_us": float(m.group(2)),
             "stack_read_us": float(m.group(3)), "stacks_read": int(m.group(4)),
             "in_one_go": int(m.group(5)) if m.group(5) else None,
-            "thread_records": int(m.group(6))}
+            "dropped": int(m.group(6)) if m.group(6) else None,
+            "thread_records": int(m.group(7))}
 
 
 _FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")

@@ -25,6 +25,7 @@
 #include "registry.h"
 #include "remote.h"
 #include "sampler.h"
+#include "schedstat.h"
 #include "stackread.h"
 #include "sweep.h"
 #include "symbols.h"
@@ -215,7 +216,7 @@ struct collector {
 	unsigned int seed;
 	struct stackread *sweep_sr;
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
-	uint64_t sweep_reads_again;
+	uint64_t sweep_reads_again, sweep_reads_stale;
 	struct async_task *chain;	/* --asyncio: TASK_CHAIN_MAX of them */
 	uint64_t task_samples, task_cut;
 	/* wall and off modes: task reads, their time (ns), those that read
@@ -1736,6 +1737,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->sweep_records = c->sweep_records;
 	st->sweep_reads = c->sweep_reads;
 	st->sweep_reads_again = c->sweep_reads_again;
+	st->sweep_reads_stale = c->sweep_reads_stale;
 	st->sweep_slowed = c->sweep_slowed;
 	st->sweep_capped = sampler__sweep_capped(c->sampler);
 	st->sweep_max_ns = c->sweep_max_ns;
@@ -1923,6 +1925,24 @@ static unsigned int read_task_depth(struct collector *c, struct cproc *cp,
 	return *task ? (unsigned int)i + 1 : 0;
 }
 
+/*
+ * Has r's thread, off the CPU when r was taken, run since?  Its stack is
+ * read well after the pass that saw it blocked (the records before it,
+ * their reads): woken in between, it is read in the code it went on to
+ * run, which would stand for the block (the agent's burner asleep under
+ * the light() it burns in, 1 run in 12 with both CPUs busy).  Read after
+ * the stack, an unchanged switch-in count says it did not run while it
+ * was read.  Unknown (no schedstats, or gone) counts as not.
+ */
+static bool ran_since(const struct thread_record *r)
+{
+	uint64_t now;
+
+	return !r->on_cpu && r->arrivals &&
+	       !schedstat__arrivals(r->tgid, r->tid, &now) &&
+	       now != r->arrivals;
+}
+
 static const struct pstack *sweep_stack(struct collector *c,
 					struct cproc *cp,
 					const struct pyproc *pp,
@@ -1940,6 +1960,11 @@ static const struct pstack *sweep_stack(struct collector *c,
 				  *plan ? 0 : first_tstate(c, cp, pp, key),
 				  plan, c->sweep_sr);
 	c->sweep_reads_again += c->sweep_sr->again;
+	if (ran_since(r)) {
+		c->sweep_reads_stale++;
+		c->sweep_read_ns += clock__now_ns() - t0;
+		return NULL;
+	}
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (!read_has_stack(c->sweep_sr))
 		return NULL;

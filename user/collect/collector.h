@@ -55,9 +55,10 @@ struct collector_stats {
 	uint64_t name_reads;		/* readings of Python's thread names */
 	/* the sampled sweep: ticks, their time in all and in user-space
 	 * stack reads (ns), thread records, stack reads, and those read in
-	 * one go as the thread's last read planned */
+	 * one go as the thread's last read planned, and those dropped: the
+	 * thread had run since the pass that saw it blocked */
 	uint64_t sweeps, sweep_ns, sweep_read_ns, sweep_records, sweep_reads;
-	uint64_t sweep_reads_again;
+	uint64_t sweep_reads_again, sweep_reads_stale;
 	/* ticks that waited longer than the rate asked, to keep the sweep
 	 * under 1% of a CPU, and the longest tick (ns) */
 	uint64_t sweep_slowed, sweep_max_ns;
