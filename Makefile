@@ -15,7 +15,7 @@ WARN := -Wall -Wextra -Werror
 DEFS := -D_GNU_SOURCE -DPYSIGHT_VERSION=\"$(VERSION)\"
 # user/ is the commands; the library is in folders by layer, each using
 # only those after it here (docs/DESIGN.md, "Files")
-LAYERS := collect format python agent profile sys lib
+LAYERS := collect format python native agent profile sys lib
 INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -I$(OUTPUT)/otlp -Ibpf -Iuser \
 	    $(patsubst %,-Iuser/%,$(LAYERS))
 LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw -lcurl \
@@ -27,7 +27,7 @@ DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
 	    golang-github-google-pprof-dev libncurses-dev tmux \
 	    libcurl4-openssl-dev libmicrohttpd-dev \
-	    chromium podman runc
+	    chromium podman runc libdw-dev
 
 # OTLP profiles (a "development" signal: pinned, see docs/DESIGN.md), from
 # the descriptors the PyPI packages carry; a venv of their own builds them
@@ -56,7 +56,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/asynctasks.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/privs.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
-	    user/python/threadnames.c \
+	    user/python/threadnames.c user/native/ehframe.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \
 	    user/profile/tally.c user/topview.c \
@@ -165,7 +165,11 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_SRCS) \
 		$(OUTPUT)/pysight.skel.h $(OUTPUT)/write_svg.js.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) -fsanitize=address,undefined \
-		-fno-sanitize-recover=all -rdynamic $(INCLUDES) $< $(LIB_SRCS) $(LIBS) -o $@
+		-fno-sanitize-recover=all -rdynamic $(INCLUDES) $< $(LIB_SRCS) $(LIBS) \
+		$(TEST_LIBS) -o $@
+
+# libdw: the oracle the .eh_frame reader is checked against
+$(OUTPUT)/tests/test_ehframe: TEST_LIBS := -ldw
 
 unit: $(UNIT_BINS) $(USER_OBJS)
 	$(Q)tools/check-layers $(OUTPUT)
@@ -324,7 +328,7 @@ PROFILE_SRCS := user/lib/arena.c user/lib/htab.c user/profile/labels.c user/prof
 FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_elf $(OUTPUT)/fuzz_debug_offsets $(OUTPUT)/fuzz_symbols \
 	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs \
-	   $(OUTPUT)/fuzz_asynctasks
+	   $(OUTPUT)/fuzz_asynctasks $(OUTPUT)/fuzz_ehframe
 # what inspecting an interpreter file takes
 ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/remote.c
@@ -377,6 +381,12 @@ $(OUTPUT)/fuzz_asynctasks: tests/fuzz/fuzz_asynctasks.c $(ASYNC_SRCS) $(FUZZ_HDR
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(ASYNC_SRCS) -lelf -lz -o $@
 
+# --native: a binary's .eh_frame compiled into unwind rows
+$(OUTPUT)/fuzz_ehframe: tests/fuzz/fuzz_ehframe.c user/native/ehframe.c $(FUZZ_HDRS) \
+		$(USER_HDRS) | $(OUTPUT)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< user/native/ehframe.c -o $@
+
 # what processes, containers and the network write: /proc files, cgroup
 # paths, control socket lines, OTLP servers' answers
 INPUT_SRCS := $(ELF_SRCS) user/sys/cgroup.c user/sys/container.c user/agent/service.c \
@@ -392,7 +402,7 @@ $(OUTPUT)/fuzz_inputs: tests/fuzz/fuzz_inputs.c $(INPUT_SRCS) $(USER_HDRS) | $(O
 fuzz: $(FUZZERS) $(OUTPUT)/pysight
 	$(Q)tools/fuzz-seeds $(OUTPUT)/corpus
 	$(Q)cd $(OUTPUT) && for h in linetable profiles elf debug_offsets symbols code_event dump \
-			inputs asynctasks; do \
+			inputs asynctasks ehframe; do \
 		echo "  FUZZ     $$h for $(FUZZ_SECONDS) s"; \
 		./fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			corpus/$$h > fuzz_$$h.log 2>&1; \

@@ -518,4 +518,35 @@ static inline __u32 pysight_lt_head_len(__u64 linetable_len)
 						  PYSIGHT_LT_HEAD;
 }
 
+/*
+ * --native: how to step from one native frame to its caller on x86-64,
+ * compiled by user space from a binary's .eh_frame.  A row holds from its
+ * pc (the binary's own virtual address) up to the next row's.  The
+ * return address sits at CFA - 8 in every row: .eh_frame that says
+ * otherwise gets UNW_CFA_NONE.
+ */
+enum unwind_cfa {
+	UNW_CFA_NONE = 0,	/* no rule here (a gap, or one not kept) */
+	UNW_CFA_RSP,		/* CFA = rsp + cfa_off */
+	UNW_CFA_RBP,		/* CFA = rbp + cfa_off */
+	UNW_CFA_PLT,		/* a PLT entry's expression: CFA = rsp + 8,
+				 * + 8 more from byte cfa_off of its 16 */
+	UNW_CFA_END,		/* the return address is undefined: the
+				 * thread's outermost frame */
+};
+
+enum unwind_rbp {
+	UNW_RBP_SAME = 0,	/* the caller's rbp is this frame's */
+	UNW_RBP_CFA,		/* saved at CFA + rbp_off */
+	UNW_RBP_LOST,		/* kept some other way: unknown above here */
+};
+
+struct unwind_row {
+	__u32 pc;
+	__u8 cfa;		/* enum unwind_cfa */
+	__u8 rbp;		/* enum unwind_rbp */
+	__s16 rbp_off;
+	__s32 cfa_off;
+};
+
 #endif /* __PYSIGHT_H */

@@ -457,8 +457,8 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 	return -ENOENT;
 }
 
-int elffile__section(struct elf_file *ef, const char *name, void *buf,
-		     size_t len, size_t *size)
+int elffile__section_view(struct elf_file *ef, const char *name,
+			  const void **out, size_t *size, uint64_t *addr)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -478,11 +478,25 @@ int elffile__section(struct elf_file *ef, const char *name, void *buf,
 		data = elf_getdata(scn, NULL);
 		if (!data || !data->d_buf)
 			return -ENOENT;
+		*out = data->d_buf;
 		*size = data->d_size;
-		memcpy(buf, data->d_buf, len < data->d_size ? len : data->d_size);
+		*addr = sh.sh_addr;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int elffile__section(struct elf_file *ef, const char *name, void *buf,
+		     size_t len, size_t *size)
+{
+	const void *data;
+	uint64_t addr;
+	int err;
+
+	err = elffile__section_view(ef, name, &data, size, &addr);
+	if (!err)
+		memcpy(buf, data, len < *size ? len : *size);
+	return err;
 }
 
 static int sym_value(struct elf_file *ef, Elf_Scn *rela_scn, size_t index,

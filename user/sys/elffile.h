@@ -32,6 +32,11 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
 int elffile__section(struct elf_file *ef, const char *name, void *buf,
 		     size_t len, size_t *size);
 
+/* The section called name in place, valid until elffile__close: its
+ * bytes, their number and its virtual address.  -ENOENT as above. */
+int elffile__section_view(struct elf_file *ef, const char *name,
+			  const void **data, size_t *size, uint64_t *addr);
+
 /* The pointer stored at vaddr once relocated, as an unrelocated address:
  * the file bytes for ET_EXEC, the RELA addend (or symbol) for ET_DYN. */
 int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
