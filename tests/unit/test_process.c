@@ -204,6 +204,67 @@ static void test_open_in_root(void)
 	CHECK(system(p) == 0, "cleanup");
 }
 
+/* /proc/PID/maps lines: files only, a replaced file's mark cut. */
+static void test_parse_mapping(void)
+{
+	char anon[] = "7f00-7f10 rw-p 00000000 00:00 0 \n",
+	     heap[] = "5000-6000 rw-p 00000000 00:00 0          [heap]\n",
+	     file[] = "7f1234560000-7f1234561000 r-xp 00002000 fe:01 131 "
+		      "        /usr/lib/x86_64-linux-gnu/libz.so.1.2.13\n",
+	     gone[] = "1000-2000 r--p 00001000 08:02 77 /tmp/a b (deleted)\n",
+	     junk[] = "not a mapping\n";
+	struct mapping m;
+
+	CHECK(process__parse_mapping(anon, &m) == -EINVAL, "anonymous");
+	CHECK(process__parse_mapping(heap, &m) == -EINVAL, "heap");
+	CHECK(process__parse_mapping(junk, &m) == -EINVAL, "junk");
+	CHECK(process__parse_mapping(file, &m) == 0 &&
+	      m.start == 0x7f1234560000ULL && m.end == 0x7f1234561000ULL &&
+	      m.offset == 0x2000 && m.dev_major == 0xfe && m.dev_minor == 1 &&
+	      m.ino == 131 &&
+	      !strcmp(m.path, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13"),
+	      "a file: %s", m.path);
+	CHECK(process__parse_mapping(gone, &m) == 0 &&
+	      !strcmp(m.path, "/tmp/a b"), "deleted: '%s'", m.path);
+}
+
+struct own_maps {
+	int n, exe_opened;
+	uint64_t last;
+	bool ordered;
+};
+
+static int own_mapping(void *ctx, const struct mapping *m)
+{
+	struct own_maps *o = ctx;
+	struct stat st;
+	int fd;
+
+	o->ordered &= m->start >= o->last;
+	o->last = m->start;
+	o->n++;
+	if (strstr(m->path, "test_process")) {
+		fd = process__open_mapping(getpid(), m, &st);
+		if (fd >= 0 && st.st_ino == m->ino) {
+			o->exe_opened++;
+			close(fd);
+		}
+	}
+	return 0;
+}
+
+/* Our own maps, in order; the file mapped opened as that inode. */
+static void test_own_mappings(void)
+{
+	struct own_maps o = { .ordered = true };
+
+	CHECK(process__each_mapping(getpid(), own_mapping, &o) == 0, "read");
+	CHECK(o.n >= 5 && o.ordered, "%d mappings, in order", o.n);
+	CHECK(o.exe_opened >= 1, "our executable opened by its mapping");
+	CHECK(process__each_mapping(0x7ffffff0, own_mapping, &o) == -ENOENT,
+	      "no such process");
+}
+
 /*
  * A copy of src at dst without what the loader never reads, so it still
  * runs: cut where its last PT_LOAD ends, or its section headers scribbled
@@ -411,6 +472,8 @@ int main(void)
 	test_truncated_after_open();
 	test_code_offset();
 	test_open_in_root();
+	test_parse_mapping();
+	test_own_mappings();
 	test_sectionless();
 	test_sectionless_interpreters();
 	test_many_phdrs();
