@@ -55,7 +55,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/python/filename.c user/format/flatten.c \
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/asynctasks.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
-	    user/sys/privs.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
+	    user/sys/privs.c user/sys/procmaps.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
 	    user/python/threadnames.c user/native/ehframe.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \
@@ -330,7 +330,7 @@ FUZZERS := $(OUTPUT)/fuzz_linetable $(OUTPUT)/fuzz_profiles \
 	   $(OUTPUT)/fuzz_code_event $(OUTPUT)/fuzz_dump $(OUTPUT)/fuzz_inputs \
 	   $(OUTPUT)/fuzz_asynctasks $(OUTPUT)/fuzz_ehframe
 # what inspecting an interpreter file takes
-ELF_SRCS := user/sys/elffile.c user/python/process.c user/python/offsets.c user/python/offsets_table.c \
+ELF_SRCS := user/sys/elffile.c user/python/process.c user/sys/procmaps.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/remote.c
 
 $(OUTPUT)/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/python/linetable.c | $(OUTPUT)
@@ -374,7 +374,7 @@ $(OUTPUT)/fuzz_dump: tests/fuzz/fuzz_dump.c $(DUMP_SRCS) $(FUZZ_HDRS) \
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_FIXTURES) $< $(DUMP_SRCS) -o $@
 
 # dump --tasks: the section, then the task lists and chains it directs
-ASYNC_SRCS := user/python/asynctasks.c user/python/process.c user/sys/elffile.c \
+ASYNC_SRCS := user/python/asynctasks.c user/python/process.c user/sys/procmaps.c user/sys/elffile.c \
 	      $(DUMP_SRCS)
 $(OUTPUT)/fuzz_asynctasks: tests/fuzz/fuzz_asynctasks.c $(ASYNC_SRCS) $(FUZZ_HDRS) \
 		$(USER_HDRS) | $(OUTPUT)

@@ -22,6 +22,7 @@
 #include "control.h"
 #include "otlp.h"
 #include "process.h"
+#include "procmaps.h"
 #include "service.h"
 
 enum input {
@@ -64,7 +65,7 @@ static void parse(enum input in, char *s, size_t len)
 	case IN_MAPS:
 		m = malloc(sizeof(*m));
 		if (m)
-			(void)process__parse_mapping(s, m);
+			(void)procmaps__parse(s, m);
 		free(m);
 		break;
 	case IN_CGROUP:

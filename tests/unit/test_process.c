@@ -21,6 +21,7 @@
 #include "check.h"
 #include "elffile.h"
 #include "process.h"
+#include "procmaps.h"
 
 /* what CPython 3.11.7 exports, and where the debug offsets would sit */
 __attribute__((used)) const unsigned long Py_Version = 0x030b07f0;
@@ -185,18 +186,18 @@ static void test_open_in_root(void)
 	root = open(dir, O_PATH | O_DIRECTORY);
 	CHECK(root >= 0, "root");
 
-	fd = process__open_in_root(root, "/real.so");
+	fd = procmaps__open_in_root(root, "/real.so");
 	CHECK(fd >= 0, "a file inside: %d", fd);
 	close(fd);
-	fd = process__open_in_root(root, "/inside.so");
+	fd = procmaps__open_in_root(root, "/inside.so");
 	CHECK(fd >= 0, "an absolute link resolves in the root: %d", fd);
 	close(fd);
 	CHECK(!access("/etc/hostname", F_OK), "host file exists");
-	CHECK(process__open_in_root(root, "/escape.so") == -ENOENT,
+	CHECK(procmaps__open_in_root(root, "/escape.so") == -ENOENT,
 	      "absolute link to a host file stays in the root");
-	CHECK(process__open_in_root(root, "/../../../../etc/hostname") ==
+	CHECK(procmaps__open_in_root(root, "/../../../../etc/hostname") ==
 	      -ENOENT, "dot-dot stays in the root");
-	fd = process__open_in_root(root, "/fifo");
+	fd = procmaps__open_in_root(root, "/fifo");
 	CHECK(fd >= 0, "a fifo opens without hanging");
 	close(fd);
 	close(root);
@@ -215,16 +216,16 @@ static void test_parse_mapping(void)
 	     junk[] = "not a mapping\n";
 	struct mapping m;
 
-	CHECK(process__parse_mapping(anon, &m) == -EINVAL, "anonymous");
-	CHECK(process__parse_mapping(heap, &m) == -EINVAL, "heap");
-	CHECK(process__parse_mapping(junk, &m) == -EINVAL, "junk");
-	CHECK(process__parse_mapping(file, &m) == 0 &&
+	CHECK(procmaps__parse(anon, &m) == -EINVAL, "anonymous");
+	CHECK(procmaps__parse(heap, &m) == -EINVAL, "heap");
+	CHECK(procmaps__parse(junk, &m) == -EINVAL, "junk");
+	CHECK(procmaps__parse(file, &m) == 0 &&
 	      m.start == 0x7f1234560000ULL && m.end == 0x7f1234561000ULL &&
 	      m.offset == 0x2000 && m.dev_major == 0xfe && m.dev_minor == 1 &&
 	      m.ino == 131 &&
 	      !strcmp(m.path, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13"),
 	      "a file: %s", m.path);
-	CHECK(process__parse_mapping(gone, &m) == 0 &&
+	CHECK(procmaps__parse(gone, &m) == 0 &&
 	      !strcmp(m.path, "/tmp/a b"), "deleted: '%s'", m.path);
 }
 
@@ -244,7 +245,7 @@ static int own_mapping(void *ctx, const struct mapping *m)
 	o->last = m->start;
 	o->n++;
 	if (strstr(m->path, "test_process")) {
-		fd = process__open_mapping(getpid(), m, &st);
+		fd = procmaps__open(getpid(), m, false, &st);
 		if (fd >= 0 && st.st_ino == m->ino) {
 			o->exe_opened++;
 			close(fd);
@@ -258,10 +259,10 @@ static void test_own_mappings(void)
 {
 	struct own_maps o = { .ordered = true };
 
-	CHECK(process__each_mapping(getpid(), own_mapping, &o) == 0, "read");
+	CHECK(procmaps__each(getpid(), own_mapping, &o) == 0, "read");
 	CHECK(o.n >= 5 && o.ordered, "%d mappings, in order", o.n);
 	CHECK(o.exe_opened >= 1, "our executable opened by its mapping");
-	CHECK(process__each_mapping(0x7ffffff0, own_mapping, &o) == -ENOENT,
+	CHECK(procmaps__each(0x7ffffff0, own_mapping, &o) == -ENOENT,
 	      "no such process");
 }
 

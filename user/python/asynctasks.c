@@ -24,6 +24,7 @@
 #include "errmsg.h"
 #include "offsets.h"
 #include "process.h"
+#include "procmaps.h"
 #include "pyobj.h"
 #include "remote.h"
 #include "stackread.h"
@@ -74,7 +75,7 @@ static int section_of(pid_t pid, const struct mapping *m,
 	char why[128];
 	int fd, ret;
 
-	fd = process__open_mapping(pid, m, &st);
+	fd = procmaps__open(pid, m, false, &st);
 	if (fd < 0)
 		return fd;
 	ret = elffile__open_fd(fd, &ef);
@@ -162,7 +163,7 @@ int asynctasks__locate(pid_t pid, struct py_async_offsets *out, char *err,
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	len = readlink(path, l->exe, sizeof(l->exe) - 1);
 	l->exe[len > 0 ? len : 0] = 0;
-	ret = process__each_mapping(pid, try_mapping, l);
+	ret = procmaps__each(pid, try_mapping, l);
 	if (ret < 0) {
 		errmsg__set(err, errlen, "cannot read /proc/%d/maps: %s", pid,
 			    strerror(-ret));

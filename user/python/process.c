@@ -4,33 +4,28 @@
  * statically and builds non-PIE) or a mapped libpython3.X.so (pyenv,
  * most distributions' embedders).
  *
- * The process may be hostile, and we are root.  So a file is opened
- * once, as exactly the inode it maps (/proc/PID/map_files, which also
- * reaches a deleted file), or else resolved inside the process's own
- * root (openat2 RESOLVE_IN_ROOT), never against ours; it must then be
- * the inode /proc/PID/maps names.  Everything after that goes through
- * the open descriptor: its identity (fstat), its ELF data (pread), and
- * the uprobe that watches it (/proc/self/fd/N).
+ * The file is opened once, as exactly the inode the process maps
+ * (procmaps__open), and everything after goes through that descriptor:
+ * its identity (fstat), its ELF data (pread), and the uprobe that
+ * watches it (/proc/self/fd/N).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "elffile.h"
 #include "offsets.h"
 #include "process.h"
+#include "procmaps.h"
 
 #define MIN_MINOR	8
-#define DELETED		" (deleted)"
 
 __u64 process__kernel_dev(dev_t dev)
 {
@@ -78,15 +73,6 @@ static bool looks_like_python(const char *path)
 	return !strncmp(base_name(path), "python", 6);
 }
 
-/* A replaced file reads "path (deleted)" in /proc: cut the mark. */
-static void cut_deleted(char *path)
-{
-	size_t n = strlen(path), d = strlen(DELETED);
-
-	if (n > d && !strcmp(path + n - d, DELETED))
-		path[n - d] = 0;
-}
-
 pid_t process__nspid(const char *line)
 {
 	const char *last;
@@ -97,45 +83,6 @@ pid_t process__nspid(const char *line)
 	last = strrchr(line, '\t');
 	v = last ? atoi(last + 1) : 0;
 	return v > 0 ? v : 0;
-}
-
-int process__parse_mapping(char *line, struct mapping *m)
-{
-	char *file;
-	int n = 0;
-
-	memset(m, 0, sizeof(*m));
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64
-		   " %n", &m->start, &m->end, &m->offset, &m->dev_major,
-		   &m->dev_minor, &m->ino, &n) < 6 || !n)
-		return -EINVAL;
-	file = line + n;
-	file[strcspn(file, "\n")] = 0;
-	if (file[0] != '/')
-		return -EINVAL;
-	snprintf(m->path, sizeof(m->path), "%s", file);
-	cut_deleted(m->path);
-	return 0;
-}
-
-int process__each_mapping(pid_t pid,
-			  int (*fn)(void *ctx, const struct mapping *m),
-			  void *ctx)
-{
-	char path[64], line[PATH_MAX + 128];
-	struct mapping m;
-	int ret = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (!ret && fgets(line, sizeof(line), f))
-		if (!process__parse_mapping(line, &m))
-			ret = fn(ctx, &m);
-	fclose(f);
-	return ret;
 }
 
 struct first_maps {
@@ -160,100 +107,7 @@ static int read_maps(pid_t pid, const char *exe, struct mapping *exe_map,
 {
 	struct first_maps fm = { exe, exe_map, lib_map };
 
-	return process__each_mapping(pid, first_map, &fm);
-}
-
-/* openat2 with these resolve flags; O_NONBLOCK: a FIFO planted at the
- * path must not hang us. */
-static int open_resolved(int dirfd, const char *path, __u64 resolve)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = resolve,
-	};
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : fd;
-}
-
-int process__open_in_root(int rootfd, const char *path)
-{
-	return open_resolved(rootfd, path,
-			     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-}
-
-/*
- * The path /proc/PID/maps gives is the mapped dentry's own path, with
- * no symlink in it: one met now was planted since, so none is followed.
- * It reads from our root when the file is reachable from it (a chroot),
- * else from the process's root (another mount namespace): both are
- * tried, inside their root, and open_mapped() checks the inode.
- */
-static int open_by_path(pid_t pid, const char *path, int attempt)
-{
-	const __u64 strict = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-	char root[64];
-	int rfd, fd;
-
-	if (attempt == 0)
-		return open_resolved(AT_FDCWD, path, strict);
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return -errno;
-	fd = open_resolved(rfd, path, strict | RESOLVE_IN_ROOT);
-	close(rfd);
-	return fd;
-}
-
-static bool is_mapped_file(int fd, const struct mapping *m, bool exact,
-			   struct stat *st)
-{
-	return !fstat(fd, st) && S_ISREG(st->st_mode) && st->st_ino == m->ino &&
-	       (!exact || (major(st->st_dev) == m->dev_major &&
-			   minor(st->st_dev) == m->dev_minor));
-}
-
-/*
- * A descriptor on exactly the file mapped at m, and its identity; -errno.
- * First /proc/PID/map_files (the mapped file itself, deleted or not;
- * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), then /proc/PID/exe for
- * the executable (the same, for the program file), then by path.  Each
- * must be the inode the mapping names; through overlayfs a path gives
- * another device, so there only the inode number is compared.
- */
-static int open_mapped(pid_t pid, const struct mapping *m, bool is_exe,
-		       struct stat *st)
-{
-	char path[96];
-	int fd, i, err = -ENOENT;
-
-	for (i = 0; i < 4; i++) {
-		bool exact = i < 2;
-
-		if (i == 0)
-			snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64
-				 "-%" PRIx64, pid, m->start, m->end);
-		if (i == 1 && !is_exe)
-			continue;
-		if (i == 1)
-			snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-		fd = i < 2 ? open(path, O_RDONLY | O_CLOEXEC) :
-			     open_by_path(pid, m->path, i - 2);
-		if (fd < 0)
-			continue;
-		if (is_mapped_file(fd, m, exact, st))
-			return fd;
-		close(fd);
-		err = -ESTALE;
-	}
-	return err;
-}
-
-int process__open_mapping(pid_t pid, const struct mapping *m,
-			  struct stat *st)
-{
-	return open_mapped(pid, m, false, st);
+	return procmaps__each(pid, first_map, &fm);
 }
 
 /*
@@ -499,7 +353,7 @@ static int inspect_file(struct interp_cache *c, pid_t pid,
 	struct stat st;
 	int fd, ret = 0;
 
-	fd = open_mapped(pid, m, is_exe, &st);
+	fd = procmaps__open(pid, m, is_exe, &st);
 	if (fd == -ESTALE) {
 		/* replaced since it was mapped: look again later */
 		snprintf(err, errlen, "%s is not the file pid %d maps", m->path,
@@ -575,7 +429,7 @@ static int exe_identity(pid_t pid, char *exe, size_t len,
 	if (n < 0)
 		return -errno;
 	exe[n] = 0;
-	cut_deleted(exe);
+	procmaps__cut_deleted(exe);
 	if (stat(path, &st))
 		return -errno;
 	process__file_key(&st, &info->exe_key);

@@ -63,30 +63,6 @@ int process__version_from_name(const char *path, int *major, int *minor);
 int process__exec_facts(struct interp_cache *c, const char *path,
 			struct pyproc_info *info);
 
-/* A line of /proc/PID/maps that maps a file. */
-struct mapping {
-	uint64_t start, end, offset;
-	unsigned int dev_major, dev_minor;
-	uint64_t ino;
-	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
-};
-
-/* A read-only descriptor on exactly the file mapped at m (its inode
- * checked), and its stat: -errno.  Opens files of any owner: call it
- * while the privileges to find processes are held. */
-int process__open_mapping(pid_t pid, const struct mapping *m,
-			  struct stat *st);
-
-/* 0, or -EINVAL when line (which it cuts at its newline) maps no file. */
-int process__parse_mapping(char *line, struct mapping *m);
-
-/* Each file process pid maps, in address order, given to fn until it
- * returns nonzero: that value, 0 after the last, or -errno when
- * /proc/PID/maps cannot be read. */
-int process__each_mapping(pid_t pid,
-			  int (*fn)(void *ctx, const struct mapping *m),
-			  void *ctx);
-
 /* The id in the innermost pid namespace that a /proc status "NSpid:"
  * line gives (a task's ids are listed outermost first); 0 when none. */
 pid_t process__nspid(const char *line);
@@ -100,9 +76,5 @@ int process__each(int (*fn)(pid_t pid, void *ctx), void *ctx);
 __u64 process__kernel_dev(dev_t dev);
 /* A file's identity as BPF computes it from the inode. */
 void process__file_key(const struct stat *st, struct py_binary_key *key);
-
-/* Open path read-only as seen from the root rootfd, never leaving it
- * (RESOLVE_IN_ROOT): absolute symlinks and ".." stay inside.  -errno. */
-int process__open_in_root(int rootfd, const char *path);
 
 #endif /* __PYSIGHT_PROCESS_H */
