@@ -19,7 +19,7 @@ LAYERS := collect format python native agent profile sys lib
 INCLUDES := -I$(OUTPUT) -I$(OUTPUT)/pprof -I$(OUTPUT)/otlp -Ibpf -Iuser \
 	    $(patsubst %,-Iuser/%,$(LAYERS))
 LIBS := -lbpf -lelf -lz -lcap -ljson-c -lprotobuf-c -lm -lncursesw -lcurl \
-	-lmicrohttpd -lpthread
+	-lmicrohttpd -lpthread -liberty
 
 # Debian packages the build and the tests need.
 DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
@@ -27,7 +27,7 @@ DEB_PKGS := clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config \
 	    libjson-c-dev libprotobuf-c-dev protobuf-c-compiler \
 	    golang-github-google-pprof-dev libncurses-dev tmux \
 	    libcurl4-openssl-dev libmicrohttpd-dev \
-	    chromium podman runc libdw-dev
+	    chromium podman runc libdw-dev libiberty-dev
 
 # OTLP profiles (a "development" signal: pinned, see docs/DESIGN.md), from
 # the descriptors the PyPI packages carry; a venv of their own builds them
@@ -56,7 +56,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/asynctasks.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/privs.c user/sys/procmaps.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
-	    user/python/threadnames.c user/native/ehframe.c \
+	    user/python/threadnames.c user/native/ehframe.c user/native/nsyms.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \
 	    user/profile/tally.c user/topview.c \

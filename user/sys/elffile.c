@@ -429,6 +429,98 @@ int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
 	return -ENOENT;
 }
 
+static int each_in_table(struct elf_file *ef, Elf_Scn *scn,
+			 int (*fn)(void *ctx, const char *name,
+				   uint64_t value, uint64_t size),
+			 void *ctx)
+{
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t i, n;
+	int ret = 0;
+
+	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return 0;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return 0;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; !ret && i < n; i++) {
+		GElf_Sym sym;
+		const char *s;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym) ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_size)
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		s = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
+		if (s && *s)
+			ret = fn(ctx, s, sym.st_value, sym.st_size);
+	}
+	return ret;
+}
+
+int elffile__each_function(struct elf_file *ef,
+			   int (*fn)(void *ctx, const char *name,
+				     uint64_t value, uint64_t size),
+			   void *ctx)
+{
+	static const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	size_t t;
+
+	if (!ef->sections)
+		return -ENOENT;
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		Elf_Scn *scn = NULL;
+		bool found = false;
+		int ret = 0;
+
+		while (!ret && (scn = elf_nextscn(ef->elf, scn))) {
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
+				continue;
+			found = true;
+			ret = each_in_table(ef, scn, fn, ctx);
+		}
+		if (found)
+			return ret;
+	}
+	return -ENOENT;
+}
+
+int elffile__build_id(struct elf_file *ef, void *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	if (!ef->elf)
+		return -ENOENT;
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		size_t off = 0, name_off, desc_off;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off,
+						   &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)data->d_buf + name_off, "GNU",
+				   4) || !nh.n_descsz)
+				continue;
+			memcpy(buf, (const char *)data->d_buf + desc_off,
+			       len < nh.n_descsz ? len : nh.n_descsz);
+			return (int)nh.n_descsz;
+		}
+	}
+	return -ENOENT;
+}
+
 int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 {
 	Elf_Scn *scn = NULL;

@@ -22,6 +22,19 @@ bool elffile__is_exec(const struct elf_file *ef);
 int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
 		    uint64_t *size);
 
+/* fn(ctx, name, value, size) for each function symbol with a size that
+ * the file defines: from .symtab, or .dynsym when it has none (a
+ * stripped library), until fn returns nonzero (that value).  0, or
+ * -ENOENT when there is neither. */
+int elffile__each_function(struct elf_file *ef,
+			   int (*fn)(void *ctx, const char *name,
+				     uint64_t value, uint64_t size),
+			   void *ctx);
+
+/* The GNU build-id note's bytes, up to len of them into buf: how many
+ * there are, or -ENOENT. */
+int elffile__build_id(struct elf_file *ef, void *buf, size_t len);
+
 /* Copy the file-backed bytes at virtual address [vaddr, vaddr + len).
  * -ENOENT when they are not in the file (e.g. .bss). */
 int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);
