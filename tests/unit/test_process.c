@@ -119,9 +119,9 @@ static void test_inspect_errors(void)
 
 static void test_kernel_dev(void)
 {
-	CHECK(process__kernel_dev(makedev(8, 1)) == ((8ULL << 20) | 1),
+	CHECK(procmaps__kernel_dev(makedev(8, 1)) == ((8ULL << 20) | 1),
 	      "MKDEV(8, 1)");
-	CHECK(process__kernel_dev(makedev(0, 300)) == 300, "minor > 255");
+	CHECK(procmaps__kernel_dev(makedev(0, 300)) == 300, "minor > 255");
 }
 
 /* A file truncated after it was opened gives errors, not SIGBUS: the
@@ -222,11 +222,11 @@ static void test_parse_mapping(void)
 	CHECK(procmaps__parse(file, &m) == 0 &&
 	      m.start == 0x7f1234560000ULL && m.end == 0x7f1234561000ULL &&
 	      m.offset == 0x2000 && m.dev_major == 0xfe && m.dev_minor == 1 &&
-	      m.ino == 131 &&
+	      m.ino == 131 && m.exec &&
 	      !strcmp(m.path, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13"),
 	      "a file: %s", m.path);
 	CHECK(procmaps__parse(gone, &m) == 0 &&
-	      !strcmp(m.path, "/tmp/a b"), "deleted: '%s'", m.path);
+	      !strcmp(m.path, "/tmp/a b") && !m.exec, "deleted: '%s'", m.path);
 }
 
 struct own_maps {

@@ -14,6 +14,7 @@
 #include "hashfree.h"
 #include "log.h"
 #include "process.h"
+#include "procmaps.h"
 #include "registry.h"
 
 #define RETRY_NS	(5 * 1000000ULL)
@@ -227,7 +228,7 @@ static bool exec_raced(pid_t pid, const struct pyproc_info *info)
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st))
 		return false;	/* gone: its exit cleans up */
-	process__file_key(&st, &now);
+	procmaps__file_key(&st, &now);
 	return memcmp(&now, &info->exe_key, sizeof(now)) != 0;
 }
 

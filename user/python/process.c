@@ -27,21 +27,6 @@
 
 #define MIN_MINOR	8
 
-__u64 process__kernel_dev(dev_t dev)
-{
-	return ((__u64)major(dev) << 20) | minor(dev);
-}
-
-void process__file_key(const struct stat *st, struct py_binary_key *key)
-{
-	memset(key, 0, sizeof(*key));
-	key->dev = process__kernel_dev(st->st_dev);
-	key->ino = st->st_ino;
-	key->size = st->st_size;
-	key->mtime_sec = st->st_mtim.tv_sec;
-	key->mtime_nsec = st->st_mtim.tv_nsec;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -323,7 +308,7 @@ int process__exec_facts(struct interp_cache *c, const char *path,
 		return -ENOMEM;
 	}
 	snprintf(m.path, sizeof(m.path), "%s", path);
-	process__file_key(&st, &id);
+	procmaps__file_key(&st, &id);
 	f = facts_of(c, fd, &id, &m, scratch);
 	ret = f->ret ? f->ret : f->is_exec ? 0 : -ENOTSUP;
 	if (ret) {
@@ -362,7 +347,7 @@ static int inspect_file(struct interp_cache *c, pid_t pid,
 	}
 	if (fd < 0)
 		return -ENOENT;
-	process__file_key(&st, &id);
+	procmaps__file_key(&st, &id);
 	if (!c && !(scratch = malloc(sizeof(*scratch)))) {
 		close(fd);
 		return -ENOMEM;
@@ -432,7 +417,7 @@ static int exe_identity(pid_t pid, char *exe, size_t len,
 	procmaps__cut_deleted(exe);
 	if (stat(path, &st))
 		return -errno;
-	process__file_key(&st, &info->exe_key);
+	procmaps__file_key(&st, &info->exe_key);
 	info->exe_known = true;
 	return 0;
 }

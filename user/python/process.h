@@ -72,9 +72,4 @@ pid_t process__nspid(const char *line);
  * read.  The one walk of /proc. */
 int process__each(int (*fn)(pid_t pid, void *ctx), void *ctx);
 
-/* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
-__u64 process__kernel_dev(dev_t dev);
-/* A file's identity as BPF computes it from the inode. */
-void process__file_key(const struct stat *st, struct py_binary_key *key);
-
 #endif /* __PYSIGHT_PROCESS_H */

@@ -122,6 +122,27 @@ static int segment_offset(const struct elf_file *ef, uint64_t vaddr,
 	return -ENOENT;
 }
 
+int elffile__offset_vaddr(struct elf_file *ef, uint64_t off, uint64_t *vaddr)
+{
+	size_t i, n = phdr_count(ef);
+
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!phdr(ef, i, &ph) || ph.p_type != PT_LOAD ||
+		    ph.p_offset + ph.p_filesz < ph.p_offset ||
+		    ph.p_vaddr + ph.p_filesz < ph.p_vaddr)
+			continue;
+		/* a mapping starts on a page: the segment's first page */
+		if (off >= (ph.p_offset & ~0xfffULL) &&
+		    off < ph.p_offset + ph.p_filesz) {
+			*vaddr = ph.p_vaddr - (ph.p_offset - off);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static int read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf,
 		      size_t len)
 {

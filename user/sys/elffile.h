@@ -59,6 +59,11 @@ int elffile__read_pointer(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
  * there).  -ENOENT otherwise. */
 int elffile__code_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *out);
 
+/* The virtual address that file offset off is loaded at: in the
+ * PT_LOAD that holds it, as a mapping of the file from off says where it
+ * sits.  -ENOENT when no segment holds it. */
+int elffile__offset_vaddr(struct elf_file *ef, uint64_t off, uint64_t *vaddr);
+
 /* Virtual address of the first PT_LOAD segment, page aligned down. */
 uint64_t elffile__first_load(const struct elf_file *ef);
 

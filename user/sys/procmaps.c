@@ -36,14 +36,15 @@ void procmaps__cut_deleted(char *path)
 
 int procmaps__parse(char *line, struct mapping *m)
 {
-	char *file;
+	char *file, perms[5] = "";
 	int n = 0;
 
 	memset(m, 0, sizeof(*m));
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64
-		   " %n", &m->start, &m->end, &m->offset, &m->dev_major,
-		   &m->dev_minor, &m->ino, &n) < 6 || !n)
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64
+		   " %n", &m->start, &m->end, perms, &m->offset, &m->dev_major,
+		   &m->dev_minor, &m->ino, &n) < 7 || !n)
 		return -EINVAL;
+	m->exec = perms[2] == 'x';
 	file = line + n;
 	file[strcspn(file, "\n")] = 0;
 	if (file[0] != '/')
@@ -157,4 +158,19 @@ int procmaps__open(pid_t pid, const struct mapping *m, bool is_exe,
 		err = -ESTALE;
 	}
 	return err;
+}
+
+__u64 procmaps__kernel_dev(dev_t dev)
+{
+	return ((__u64)major(dev) << 20) | minor(dev);
+}
+
+void procmaps__file_key(const struct stat *st, struct py_binary_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->dev = procmaps__kernel_dev(st->st_dev);
+	key->ino = st->st_ino;
+	key->size = st->st_size;
+	key->mtime_sec = st->st_mtim.tv_sec;
+	key->mtime_nsec = st->st_mtim.tv_nsec;
 }

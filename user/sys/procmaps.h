@@ -8,12 +8,16 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <linux/types.h>
+
+#include "pysight.h"
 
 /* A line of /proc/PID/maps that maps a file. */
 struct mapping {
 	uint64_t start, end, offset;
 	unsigned int dev_major, dev_minor;
 	uint64_t ino;
+	bool exec;		/* mapped executable (r-xp) */
 	char path[PATH_MAX];	/* as the process sees it, DELETED cut */
 };
 
@@ -39,5 +43,10 @@ void procmaps__cut_deleted(char *path);
 /* Open path read-only as seen from the root rootfd, never leaving it
  * (RESOLVE_IN_ROOT): absolute symlinks and ".." stay inside.  -errno. */
 int procmaps__open_in_root(int rootfd, const char *path);
+
+/* Kernel dev_t encoding (MKDEV) of a user-space st_dev. */
+__u64 procmaps__kernel_dev(dev_t dev);
+/* A file's identity as BPF computes it from the inode. */
+void procmaps__file_key(const struct stat *st, struct py_binary_key *key);
 
 #endif /* __PYSIGHT_PROCMAPS_H */

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "elffile.h"
+#include "native.h"
+#include "nsyms.h"
+#include "procmaps.h"
+#include "utf8.h"
+
+/* a process mapping more executable files than this is cut there */
+#define MAPS_MAX	4096
+
+struct entry {
+	struct native_binary bin;
+	UT_hash_handle hh;
+};
+
+struct native_store {
+	struct entry *bins;
+	size_t bytes;
+};
+
+struct native_store *native_store__new(void)
+{
+	return calloc(1, sizeof(struct native_store));
+}
+
+static size_t bin_bytes(const struct native_binary *b)
+{
+	return sizeof(struct entry) + b->rows.n * sizeof(*b->rows.rows) +
+	       nsyms__bytes(b->syms);
+}
+
+static void drop(struct native_store *s, struct entry *e)
+{
+	HASH_DEL(s->bins, e);
+	s->bytes -= bin_bytes(&e->bin);
+	ehframe__free(&e->bin.rows);
+	nsyms__free(e->bin.syms);
+	free(e);
+}
+
+void native_store__free(struct native_store *s)
+{
+	struct entry *e, *tmp;
+
+	if (!s)
+		return;
+	HASH_ITER(hh, s->bins, e, tmp)
+		drop(s, e);
+	free(s);
+}
+
+static void read_binary(struct native_binary *b, int fd, const char *path)
+{
+	struct elf_file *ef;
+	const void *sec;
+	uint64_t addr;
+	size_t size;
+	const char *base = strrchr(path, '/');
+
+	utf8__escape(b->name, sizeof(b->name), base ? base + 1 : path);
+	if (elffile__open_fd(fd, &ef))
+		return;
+	b->build_id_len = elffile__build_id(ef, b->build_id,
+					    sizeof(b->build_id));
+	if (b->build_id_len < 0)
+		b->build_id_len = 0;
+	if (b->build_id_len > NATIVE_BUILD_ID_MAX)
+		b->build_id_len = NATIVE_BUILD_ID_MAX;
+	if (!elffile__section_view(ef, ".eh_frame", &sec, &size, &addr))
+		ehframe__parse(sec, size, addr, &b->rows);
+	if (nsyms__load(ef, &b->syms))
+		b->syms = NULL;
+	elffile__close(ef);
+}
+
+/* The binary of the file fd (stat st) maps, read when new. */
+static struct native_binary *get_binary(struct native_store *s, int fd,
+					const struct stat *st,
+					const char *path)
+{
+	struct py_binary_key key;
+	struct entry *e;
+
+	procmaps__file_key(st, &key);
+	HASH_FIND(hh, s->bins, &key, sizeof(key), e);
+	if (e)
+		return &e->bin;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->bin.key = key;
+	read_binary(&e->bin, fd, path);
+	HASH_ADD(hh, s->bins, bin.key, sizeof(e->bin.key), e);
+	s->bytes += bin_bytes(&e->bin);
+	return &e->bin;
+}
+
+struct reading {
+	struct native_store *s;
+	struct native_proc *p;
+	size_t cap;
+	int err;
+};
+
+static int one_mapping(void *ctx, const struct mapping *m)
+{
+	struct reading *r = ctx;
+	struct native_proc *p = r->p;
+	struct native_binary *b;
+	struct elf_file *ef;
+	uint64_t vaddr;
+	struct stat st;
+	int fd;
+
+	if (!m->exec || m->end <= m->start)
+		return 0;
+	if (p->n == MAPS_MAX)
+		return 1;
+	fd = procmaps__open(p->pid, m, false, &st);
+	if (fd < 0) {
+		p->unreadable++;
+		return 0;
+	}
+	if (elffile__open_fd(fd, &ef)) {
+		close(fd);
+		return 0;	/* not ELF: no code to name */
+	}
+	if (elffile__offset_vaddr(ef, m->offset, &vaddr)) {
+		elffile__close(ef);
+		close(fd);
+		p->unreadable++;
+		return 0;
+	}
+	elffile__close(ef);
+	b = get_binary(r->s, fd, &st, m->path);
+	close(fd);
+	if (!b) {
+		r->err = -ENOMEM;
+		return 1;
+	}
+	if (p->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 32;
+		struct native_map *v = realloc(p->maps, cap * sizeof(*v));
+
+		if (!v) {
+			r->err = -ENOMEM;
+			return 1;
+		}
+		p->maps = v;
+		r->cap = cap;
+	}
+	b->refs++;
+	p->maps[p->n++] = (struct native_map){ m->start, m->end, vaddr, b };
+	return 0;
+}
+
+int native_store__read_proc(struct native_store *s, pid_t pid,
+			    struct native_proc **out)
+{
+	struct reading r = { .s = s };
+	int err;
+
+	r.p = calloc(1, sizeof(*r.p));
+	if (!r.p)
+		return -ENOMEM;
+	r.p->pid = pid;
+	err = procmaps__each(pid, one_mapping, &r);
+	if (err < 0 || r.err) {
+		native_store__put_proc(s, r.p);
+		return err < 0 ? err : r.err;
+	}
+	*out = r.p;
+	return 0;
+}
+
+void native_store__put_proc(struct native_store *s, struct native_proc *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n; i++) {
+		struct native_binary *b = p->maps[i].bin;
+
+		if (!--b->refs)
+			drop(s, (struct entry *)((char *)b -
+						 offsetof(struct entry, bin)));
+	}
+	free(p->maps);
+	free(p);
+}
+
+size_t native_store__binaries(const struct native_store *s)
+{
+	return HASH_COUNT(s->bins);
+}
+
+size_t native_store__bytes(const struct native_store *s)
+{
+	return s->bytes;
+}
+
+const struct native_map *native_proc__find(const struct native_proc *p,
+					   uint64_t addr)
+{
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {	/* /proc/PID/maps is in address order */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+void native__frame_name(const struct native_map *m, uint64_t addr,
+			char *buf, size_t len)
+{
+	uint64_t vaddr = addr - m->start + m->vaddr;
+	const char *fn = nsyms__name(m->bin->syms, vaddr, NULL);
+
+	if (fn)
+		snprintf(buf, len, "%s [%s]", fn, m->bin->name);
+	else
+		snprintf(buf, len, "[%s]+0x%" PRIx64, m->bin->name, vaddr);
+}

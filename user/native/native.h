@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --native: what user space knows of the native code processes map.
+ * A binary (by inode and mtime, as BPF keys Python binaries) is read
+ * once however many processes map it: its unwind rows and its function
+ * names.  A process is its executable mappings, each pointing at its
+ * binary; a binary no process maps any more is freed.
+ */
+#ifndef __PYSIGHT_NATIVE_H
+#define __PYSIGHT_NATIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "ehframe.h"
+#include "pysight.h"
+
+#define NATIVE_BUILD_ID_MAX	20
+#define NATIVE_NAME_MAX		64
+
+struct nsyms;
+
+struct native_binary {
+	struct py_binary_key key;
+	__u8 build_id[NATIVE_BUILD_ID_MAX];
+	int build_id_len;		/* 0: none */
+	char name[NATIVE_NAME_MAX];	/* base name, escaped */
+	struct ehframe_table rows;	/* empty: no .eh_frame */
+	struct nsyms *syms;		/* NULL: no symbols */
+	unsigned int refs;		/* mappings that use it */
+	void *hh_;			/* the store's */
+};
+
+/* An executable mapping: [start, end) holds the binary's code from
+ * virtual address vaddr on. */
+struct native_map {
+	uint64_t start, end, vaddr;
+	struct native_binary *bin;
+};
+
+struct native_proc {
+	pid_t pid;
+	struct native_map *maps;	/* by start */
+	size_t n;
+	unsigned int unreadable;	/* mappings whose file did not open */
+};
+
+struct native_store;
+
+struct native_store *native_store__new(void);
+void native_store__free(struct native_store *s);
+
+/* pid's executable file mappings, each binary read the first time any
+ * process maps it: 0, or -errno when /proc/PID/maps cannot be read. */
+int native_store__read_proc(struct native_store *s, pid_t pid,
+			    struct native_proc **out);
+/* The process is gone or read again: its binaries lose a user. */
+void native_store__put_proc(struct native_store *s, struct native_proc *p);
+
+/* Binaries held, and the bytes their rows and names take. */
+size_t native_store__binaries(const struct native_store *s);
+size_t native_store__bytes(const struct native_store *s);
+
+/* The mapping that holds addr, NULL when none does. */
+const struct native_map *native_proc__find(const struct native_proc *p,
+					   uint64_t addr);
+
+/* addr as a frame: "function [library]", or "[library]+0x1a2b" (the
+ * offset in the binary) when no function covers it. */
+void native__frame_name(const struct native_map *m, uint64_t addr,
+			char *buf, size_t len);
+
+#endif /* __PYSIGHT_NATIVE_H */
