@@ -4,6 +4,7 @@
  * each binary read once for all processes, a frame named by its
  * function and library, and a binary freed when no process maps it.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,12 +14,121 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "elffile.h"
 #include "native.h"
 
 static const struct native_map *holding(const struct native_proc *p,
 					const void *fn)
 {
 	return native_proc__find(p, (uint64_t)(uintptr_t)fn);
+}
+
+static const char dbg_source[] =
+	"static __attribute__((noinline)) int dbg_inner(int n)\n"
+	"{ int s = 0; for (int i = 0; i < n; i++) s += i * i; return s; }\n"
+	"int dbg_outer(int n) { return dbg_inner(n) + 1; }\n";
+
+/* dbg_inner's place in file path's symbols (the debug file's) */
+static uint64_t inner_vaddr(const char *path)
+{
+	struct elf_file *ef;
+	uint64_t v = 0, size;
+
+	if (elffile__open(path, &ef))
+		return 0;
+	if (elffile__symbol(ef, "dbg_inner", &v, &size))
+		v = 0;
+	elffile__close(ef);
+	return v;
+}
+
+/* pid's name for dbg_inner, with the library stripped and its names in
+ * a debug file */
+static void name_inner(struct native_store *s, pid_t pid, uint64_t vaddr,
+		       const char *lib, char *name, size_t len)
+{
+	struct native_proc *p = NULL;
+	size_t i;
+
+	snprintf(name, len, "(not mapped)");
+	if (native_store__read_proc(s, pid, &p))
+		return;
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->maps[i].bin->name, lib) &&
+		    vaddr >= p->maps[i].vaddr &&
+		    vaddr < p->maps[i].vaddr + (p->maps[i].end - p->maps[i].start))
+			native__frame_name(&p->maps[i], p->maps[i].start +
+					   (vaddr - p->maps[i].vaddr) + 1,
+					   name, len);
+	native_store__put_proc(s, p);
+}
+
+/*
+ * Names from debug files, the library itself stripped: by
+ * .gnu_debuglink beside it, in this process; by build-id under the
+ * /usr/lib/debug of the root of a child chrooted into a folder of ours.
+ */
+static void test_debug_files(struct native_store *s)
+{
+	char dir[] = "/tmp/pysight-native-XXXXXX", cmd[4096], name[256],
+	     path[512];
+	uint64_t vaddr;
+	int ready[2];
+	pid_t kid;
+	FILE *f;
+	char c;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(path, sizeof(path), "%s/dbg.c", dir);
+	f = fopen(path, "w");
+	CHECK(f && fputs(dbg_source, f) >= 0, "write source");
+	if (f)
+		fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd %s; for l in link id; do "
+		 "clang -O2 -g -shared -fPIC -Wl,--build-id -o lib$l.so dbg.c; "
+		 "objcopy --only-keep-debug lib$l.so lib$l.so.debug; "
+		 "strip --strip-all lib$l.so; done; "
+		 "objcopy --add-gnu-debuglink=liblink.so.debug liblink.so; "
+		 "id=$(readelf -n libid.so | sed -n 's/.*Build ID: //p'); "
+		 "d=root/usr/lib/debug/.build-id/$(echo $id | cut -c1-2); "
+		 "mkdir -p $d; mv libid.so.debug $d/$(echo $id | cut -c3-).debug",
+		 dir);
+	CHECK(system(cmd) == 0, "build: %s", cmd);
+
+	snprintf(path, sizeof(path), "%s/liblink.so.debug", dir);
+	vaddr = inner_vaddr(path);
+	snprintf(path, sizeof(path), "%s/liblink.so", dir);
+	CHECK(vaddr && dlopen(path, RTLD_NOW), "dlopen %s", path);
+	name_inner(s, getpid(), vaddr, "liblink.so", name, sizeof(name));
+	CHECK(!strcmp(name, "dbg_inner [liblink.so]"), "by debuglink: %s",
+	      name);
+
+	CHECK(!pipe(ready), "pipe");
+	kid = fork();
+	if (kid == 0) {
+		snprintf(path, sizeof(path), "%s/libid.so", dir);
+		if (!dlopen(path, RTLD_NOW))
+			_exit(1);
+		snprintf(path, sizeof(path), "%s/root", dir);
+		if (chroot(path) || chdir("/"))
+			_exit(2);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	CHECK(read(ready[0], &c, 1) == 1, "the child chrooted");
+	close(ready[0]);
+	/* the same code, so the same place as liblink's */
+	name_inner(s, kid, vaddr, "libid.so", name, sizeof(name));
+	CHECK(!strcmp(name, "dbg_inner [libid.so]"), "by build-id in the "
+	      "process's root: %s", name);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0, "cleanup");
 }
 
 int main(void)
@@ -86,6 +196,7 @@ int main(void)
 	CHECK(native_store__read_proc(s, kid, &child) == -ENOENT, "gone");
 
 	native_store__put_proc(s, p);
+	test_debug_files(s);
 	CHECK(native_store__binaries(s) == 0 && native_store__bytes(s) == 0,
 	      "nothing held after the last process");
 	printf("  our process: %zu binaries, %zu bytes\n", bins, bytes);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,101 @@ void native_store__free(struct native_store *s)
 	free(s);
 }
 
-static void read_binary(struct native_binary *b, int fd, const char *path)
+/* path opened inside the process's root, else ours (debug files are
+ * often installed on the host only): -errno. */
+static int open_debug(pid_t pid, const char *path)
+{
+	char root[64];
+	int rfd, fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0) {
+		fd = procmaps__open_in_root(rfd, path);
+		close(rfd);
+		if (fd >= 0)
+			return fd;
+	}
+	rfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = procmaps__open_in_root(rfd, path);
+	close(rfd);
+	return fd;
+}
+
+/* The debug file at path, if it is b's (same build-id, or with none,
+ * the CRC .gnu_debuglink names): its names replace b's when more. */
+static void try_debug_file(struct native_binary *b, pid_t pid,
+			   const char *path, bool by_crc, uint32_t crc)
+{
+	__u8 id[NATIVE_BUILD_ID_MAX];
+	struct nsyms *syms = NULL;
+	struct elf_file *ef;
+	int fd, n;
+
+	fd = open_debug(pid, path);
+	if (fd < 0)
+		return;
+	if (by_crc && elffile__crc32(fd) != crc) {
+		close(fd);
+		return;
+	}
+	if (!elffile__open_fd(fd, &ef)) {
+		n = elffile__build_id(ef, id, sizeof(id));
+		if ((!b->build_id_len ||
+		     (n == b->build_id_len && !memcmp(id, b->build_id, n))) &&
+		    !nsyms__load(ef, &syms) &&
+		    nsyms__count(syms) > nsyms__count(b->syms)) {
+			nsyms__free(b->syms);
+			b->syms = syms;
+			syms = NULL;
+		}
+		nsyms__free(syms);
+		elffile__close(ef);
+	}
+	close(fd);
+}
+
+/*
+ * Names from a separate debug file (Debian's -dbgsym packages, or
+ * objcopy --only-keep-debug): by build-id under /usr/lib/debug/.build-id,
+ * else where .gnu_debuglink says, in gdb's places: beside the binary, in
+ * its .debug folder, under /usr/lib/debug.
+ */
+static void read_debug_names(struct native_binary *b, struct elf_file *ef,
+			     pid_t pid, const char *path)
+{
+	char p[PATH_MAX + 512], link[256], dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	uint32_t crc;
+	size_t len;
+	int i;
+
+	if (b->build_id_len > 1) {
+		len = (size_t)snprintf(p, sizeof(p),
+				       "/usr/lib/debug/.build-id/%02x/",
+				       b->build_id[0]);
+		for (i = 1; i < b->build_id_len && len + 3 < sizeof(p); i++)
+			len += (size_t)snprintf(p + len, sizeof(p) - len,
+						"%02x", b->build_id[i]);
+		snprintf(p + len, sizeof(p) - len, ".debug");
+		try_debug_file(b, pid, p, false, 0);
+	}
+	if (elffile__debuglink(ef, link, sizeof(link), &crc) || !slash)
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	snprintf(p, sizeof(p), "%s/%s", dir, link);
+	if (strcmp(p, path))
+		try_debug_file(b, pid, p, true, crc);
+	snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
+	try_debug_file(b, pid, p, true, crc);
+	snprintf(p, sizeof(p), "/usr/lib/debug%s/%s", dir, link);
+	try_debug_file(b, pid, p, true, crc);
+}
+
+static void read_binary(struct native_binary *b, int fd, pid_t pid,
+			const char *path)
 {
 	struct elf_file *ef;
 	const void *sec;
@@ -78,12 +174,14 @@ static void read_binary(struct native_binary *b, int fd, const char *path)
 		ehframe__parse(sec, size, addr, &b->rows);
 	if (nsyms__load(ef, &b->syms))
 		b->syms = NULL;
+	if (!elffile__has_symtab(ef))
+		read_debug_names(b, ef, pid, path);
 	elffile__close(ef);
 }
 
 /* The binary of the file fd (stat st) maps, read when new. */
 static struct native_binary *get_binary(struct native_store *s, int fd,
-					const struct stat *st,
+					const struct stat *st, pid_t pid,
 					const char *path)
 {
 	struct py_binary_key key;
@@ -97,7 +195,7 @@ static struct native_binary *get_binary(struct native_store *s, int fd,
 	if (!e)
 		return NULL;
 	e->bin.key = key;
-	read_binary(&e->bin, fd, path);
+	read_binary(&e->bin, fd, pid, path);
 	HASH_ADD(hh, s->bins, bin.key, sizeof(e->bin.key), e);
 	s->bytes += bin_bytes(&e->bin);
 	return &e->bin;
@@ -140,7 +238,7 @@ static int one_mapping(void *ctx, const struct mapping *m)
 		return 0;
 	}
 	elffile__close(ef);
-	b = get_binary(r->s, fd, &st, m->path);
+	b = get_binary(r->s, fd, &st, p->pid, m->path);
 	close(fd);
 	if (!b) {
 		r->err = -ENOMEM;

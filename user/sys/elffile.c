@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <zlib.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <stdbool.h>
@@ -511,6 +512,51 @@ int elffile__each_function(struct elf_file *ef,
 			return ret;
 	}
 	return -ENOENT;
+}
+
+bool elffile__has_symtab(struct elf_file *ef)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while (ef->elf && (scn = elf_nextscn(ef->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			return true;
+	return false;
+}
+
+int elffile__debuglink(struct elf_file *ef, char *buf, size_t len,
+		       uint32_t *crc)
+{
+	const void *data;
+	uint64_t addr;
+	size_t size, n, at;
+
+	if (!len || elffile__section_view(ef, ".gnu_debuglink", &data, &size,
+					  &addr))
+		return -ENOENT;
+	n = strnlen(data, size);
+	at = (n + 4) & ~(size_t)3;	/* the CRC is 4-aligned after the NUL */
+	if (!n || n >= len || at + 4 > size || memchr(data, '/', n))
+		return -ENOENT;
+	memcpy(buf, data, n);
+	buf[n] = 0;
+	memcpy(crc, (const char *)data + at, 4);
+	return 0;
+}
+
+uint32_t elffile__crc32(int fd)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	uint64_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), (off_t)off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += (uint64_t)n;
+	}
+	return n < 0 ? 0 : (uint32_t)crc;
 }
 
 int elffile__build_id(struct elf_file *ef, void *buf, size_t len)

@@ -31,6 +31,18 @@ int elffile__each_function(struct elf_file *ef,
 				     uint64_t value, uint64_t size),
 			   void *ctx);
 
+/* Has a .symtab: all its functions named, not only the exported. */
+bool elffile__has_symtab(struct elf_file *ef);
+
+/* .gnu_debuglink: the debug file's name into buf and its CRC-32: 0, or
+ * -ENOENT when there is none (or it is malformed). */
+int elffile__debuglink(struct elf_file *ef, char *buf, size_t len,
+		       uint32_t *crc);
+
+/* The CRC-32 (zlib's, as .gnu_debuglink uses) of all of file fd;
+ * 0 when it cannot be read. */
+uint32_t elffile__crc32(int fd);
+
 /* The GNU build-id note's bytes, up to len of them into buf: how many
  * there are, or -ENOENT. */
 int elffile__build_id(struct elf_file *ef, void *buf, size_t len);
