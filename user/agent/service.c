@@ -19,16 +19,9 @@
 static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
 {
 	char path[64];
-	ssize_t r;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = fdio__read(fd, buf, len);
-	close(fd);
-	return r;
+	return fdio__read_path(path, buf, len);
 }
 
 /* A name as the process gave it, bounded, valid UTF-8, without control

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,18 @@ ssize_t fdio__read(int fd, void *buf, size_t len)
 		got += (size_t)r;
 	}
 	return (ssize_t)got;
+}
+
+ssize_t fdio__read_path(const char *path, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = fdio__read(fd, buf, len);
+	close(fd);
+	return r;
 }
 
 int fdio__write(int fd, const void *buf, size_t len)

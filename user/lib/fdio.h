@@ -9,6 +9,8 @@
 
 /* Up to len bytes, until EOF: the count, or -errno. */
 ssize_t fdio__read(int fd, void *buf, size_t len);
+/* Up to len bytes of the file at path, until EOF: the count, or -errno. */
+ssize_t fdio__read_path(const char *path, void *buf, size_t len);
 /* All len bytes (send(MSG_NOSIGNAL) on a socket, so a closed peer is
  * -EPIPE, not SIGPIPE): 0, or -errno. */
 int fdio__write(int fd, const void *buf, size_t len);

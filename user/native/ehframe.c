@@ -60,7 +60,8 @@ static uint64_t rd_bytes(struct cur *c, size_t n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct cur *c)
+/* A LEB128 number, sign-extended when sign is set. */
+static uint64_t rd_leb(struct cur *c, bool sign)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -76,28 +77,19 @@ static uint64_t rd_uleb(struct cur *c)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
+	if (sign && shift < 64 && (b & 0x40))
+		v |= ~0ULL << shift;
 	return v;
+}
+
+static uint64_t rd_uleb(struct cur *c)
+{
+	return rd_leb(c, false);
 }
 
 static int64_t rd_sleb(struct cur *c)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	do {
-		if (c->bad || c->p >= c->end) {
-			c->bad = true;
-			return 0;
-		}
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ULL << shift;
-	return (int64_t)v;
+	return (int64_t)rd_leb(c, true);
 }
 
 /*

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "fdio.h"
 #include "schedstat.h"
@@ -13,15 +11,10 @@ int schedstat__arrivals(pid_t pid, pid_t tid, uint64_t *out)
 	char path[64], buf[96];
 	uint64_t ran, waited;
 	ssize_t n;
-	int fd;
 
 	*out = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = fdio__read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = fdio__read_path(path, buf, sizeof(buf) - 1);
 	if (n < 0)
 		return (int)n;
 	buf[n] = '\0';
