@@ -214,6 +214,17 @@ static void set_reg(const struct cie *cie, struct rules *r, uint64_t reg,
 	}
 }
 
+/* A register's rule back to the CIE's (DW_CFA_restore). */
+static void restore_reg(const struct cie *cie, struct rules *r, uint64_t reg)
+{
+	if (reg == REG_RBP) {
+		r->rbp = cie->init.rbp;
+		r->rbp_off = cie->init.rbp_off;
+	} else if (reg == cie->ra_reg) {
+		r->ra_ok = cie->init.ra_ok;
+	}
+}
+
 struct emit {
 	struct ehframe_table *t;
 	uint64_t loc;
@@ -293,12 +304,7 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 		case 3:		/* DW_CFA_restore */
 			if (!em)
 				return false;
-			if (low == REG_RBP) {
-				r->rbp = cie->init.rbp;
-				r->rbp_off = cie->init.rbp_off;
-			} else if (low == cie->ra_reg) {
-				r->ra_ok = cie->init.ra_ok;
-			}
+			restore_reg(cie, r, low);
 			continue;
 		}
 		switch (op) {
@@ -340,12 +346,7 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 			reg = rd_uleb(c);
 			if (!em)
 				return false;
-			if (reg == REG_RBP) {
-				r->rbp = cie->init.rbp;
-				r->rbp_off = cie->init.rbp_off;
-			} else if (reg == cie->ra_reg) {
-				r->ra_ok = cie->init.ra_ok;
-			}
+			restore_reg(cie, r, reg);
 			continue;
 		case 0x07:	/* DW_CFA_undefined */
 			reg = rd_uleb(c);
