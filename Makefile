@@ -56,7 +56,7 @@ LIB_SRCS := user/lib/arena.c user/sys/cgroup.c user/profile/collapse.c user/coll
 	    user/lib/htab.c user/lib/log.c user/sys/ksyms.c user/profile/labels.c \
 	    user/python/asynctasks.c user/python/linetable.c user/python/offsets.c user/python/offsets_table.c \
 	    user/sys/privs.c user/sys/procmaps.c user/sys/remote.c user/sys/schedstat.c user/python/process.c user/profile/profile.c user/python/pylocals.c user/python/pyobj.c \
-	    user/python/threadnames.c user/native/ehframe.c user/native/native.c user/native/nsyms.c \
+	    user/python/threadnames.c user/native/ehframe.c user/native/native.c user/native/nsyms.c user/native/rowpool.c \
 	    user/format/read_folded.c user/format/read_pprof.c user/format/read_speedscope.c user/format/read_kit.c user/format/reader.c \
 	    user/collect/registry.c user/collect/sampler.c user/collect/sweep.c user/python/stackread.c user/python/symbols.c \
 	    user/profile/tally.c user/topview.c \

@@ -549,4 +549,21 @@ struct unwind_row {
 	__s32 cfa_off;
 };
 
+/*
+ * A process's executable mappings as BPF searches them: sorted by start,
+ * each [start, end) running its binary's code from virtual address
+ * vaddr on, whose rows are native_rows[row_first, row_first + row_n).
+ */
+#define NATIVE_MAPS_MAX		256
+
+struct native_mapping {
+	__u64 start, end, vaddr;
+	__u32 row_first, row_n;
+};
+
+struct native_maps {
+	__u32 n, pad;
+	struct native_mapping m[NATIVE_MAPS_MAX];
+};
+
 #endif /* __PYSIGHT_H */

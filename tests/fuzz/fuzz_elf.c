@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "process.h"
 #include "le.h"
 
@@ -92,6 +93,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static int count_function(void *ctx, const char *name, uint64_t value,
+			  uint64_t size)
+{
+	(void)name;
+	(void)value;
+	(void)size;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+/* What --native reads of any binary a process maps. */
+static void native_reads(int fd)
+{
+	uint8_t id[20];
+	char link[256];
+	uint64_t vaddr;
+	uint32_t crc;
+	size_t n = 0;
+	struct elf_file *ef;
+
+	if (elffile__open_fd(fd, &ef))
+		return;
+	elffile__each_function(ef, count_function, &n);
+	elffile__build_id(ef, id, sizeof(id));
+	elffile__debuglink(ef, link, sizeof(link), &crc);
+	elffile__has_symtab(ef);
+	elffile__offset_vaddr(ef, 0x1000, &vaddr);
+	elffile__close(ef);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -123,6 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			goto out;
 	}
 	process__facts_of_fd(fd, "/fuzz/python3", &info, err, sizeof(err));
+	native_reads(fd);
 out:
 	close(fd);
 	return 0;

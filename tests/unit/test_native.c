@@ -16,11 +16,53 @@
 #include "check.h"
 #include "elffile.h"
 #include "native.h"
+#include "rowpool.h"
 
 static const struct native_map *holding(const struct native_proc *p,
 					const void *fn)
 {
 	return native_proc__find(p, (uint64_t)(uintptr_t)fn);
+}
+
+#define POOL_ROWS	(8u << 20)
+
+/* The pc of the row holding addr, found the way BPF will: the mapping
+ * by binary search, then the row; ~0 when none. */
+static uint32_t bpf_row(const struct native_maps *m,
+			const struct unwind_row *rows, uint64_t addr)
+{
+	uint32_t lo = 0, hi = m->n, rlo, rhi;
+	const struct native_mapping *x = NULL;
+	uint64_t vaddr;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (addr < m->m[mid].start) {
+			hi = mid;
+		} else if (addr >= m->m[mid].end) {
+			lo = mid + 1;
+		} else {
+			x = &m->m[mid];
+			break;
+		}
+	}
+	if (!x)
+		return ~0u;
+	vaddr = addr - x->start + x->vaddr;
+	rlo = x->row_first;
+	rhi = x->row_first + x->row_n;
+	if (vaddr < rows[rlo].pc)
+		return ~0u;
+	while (rhi - rlo > 1) {
+		uint32_t mid = rlo + (rhi - rlo) / 2;
+
+		if (rows[mid].pc <= vaddr)
+			rlo = mid;
+		else
+			rhi = mid;
+	}
+	return rows[rlo].pc;
 }
 
 static const char dbg_source[] =
@@ -133,7 +175,10 @@ static void test_debug_files(struct native_store *s)
 
 int main(void)
 {
-	struct native_store *s = native_store__new();
+	struct rowpool *pool = rowpool__new(POOL_ROWS);
+	struct unwind_row *rows = calloc(POOL_ROWS, sizeof(*rows));
+	struct native_store *s = native_store__new(pool, rows);
+	static struct native_maps bpf;
 	struct native_proc *p = NULL, *again = NULL, *child = NULL;
 	const struct native_map *m;
 	const struct unwind_row *row;
@@ -160,6 +205,12 @@ int main(void)
 		row = ehframe__find(&m->bin->rows, a - m->start + m->vaddr);
 		CHECK(row && row->cfa == UNW_CFA_RSP, "getppid has a rule");
 		CHECK(m->bin->build_id_len == 20, "libc's build-id");
+		/* as BPF will find it: the mapping, then the row in the pool */
+		CHECK(native_proc__bpf_maps(p, &bpf) >= 3, "maps for BPF: %u",
+		      bpf.n);
+		CHECK(m->bin->placed && bpf_row(&bpf, rows, a) ==
+		      ehframe__find(&m->bin->rows, a - m->start + m->vaddr)->pc,
+		      "the pool's row is the table's");
 	}
 	m = holding(p, (const void *)main);
 	native__frame_name(m, (uint64_t)(uintptr_t)main + 1, name,
@@ -199,7 +250,28 @@ int main(void)
 	test_debug_files(s);
 	CHECK(native_store__binaries(s) == 0 && native_store__bytes(s) == 0,
 	      "nothing held after the last process");
+	{
+		/* a pool too small for libc: its rows stay out, and BPF is
+		 * given only the mappings of binaries that fit */
+		struct rowpool *tiny = rowpool__new(20000);
+		struct native_store *t = native_store__new(tiny, rows);
+		struct native_proc *q = NULL;
+
+		CHECK(native_store__read_proc(t, getpid(), &q) == 0 &&
+		      native_store__unplaced(t) > 0 &&
+		      native_proc__bpf_maps(q, &bpf) < q->n, "%zu binaries "
+		      "without room, %u of %zu mappings for BPF",
+		      native_store__unplaced(t), bpf.n, q ? q->n : 0);
+		native_store__put_proc(t, q);
+		CHECK(rowpool__used(tiny) == 0, "tiny pool empty again");
+		native_store__free(t);
+		rowpool__free(tiny);
+	}
+	CHECK(rowpool__used(pool) == 0 && native_store__unplaced(s) == 0,
+	      "the pool is empty again: %u rows", rowpool__used(pool));
 	printf("  our process: %zu binaries, %zu bytes\n", bins, bytes);
 	native_store__free(s);
+	rowpool__free(pool);
+	free(rows);
 	return check_summary();
 }

@@ -13,6 +13,7 @@
 #include "native.h"
 #include "nsyms.h"
 #include "procmaps.h"
+#include "rowpool.h"
 #include "utf8.h"
 
 /* a process mapping more executable files than this is cut there */
@@ -26,11 +27,20 @@ struct entry {
 struct native_store {
 	struct entry *bins;
 	size_t bytes;
+	struct rowpool *pool;
+	struct unwind_row *rows;
 };
 
-struct native_store *native_store__new(void)
+struct native_store *native_store__new(struct rowpool *pool,
+				       struct unwind_row *rows)
 {
-	return calloc(1, sizeof(struct native_store));
+	struct native_store *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->pool = pool;
+		s->rows = rows;
+	}
+	return s;
 }
 
 static size_t bin_bytes(const struct native_binary *b)
@@ -43,6 +53,8 @@ static void drop(struct native_store *s, struct entry *e)
 {
 	HASH_DEL(s->bins, e);
 	s->bytes -= bin_bytes(&e->bin);
+	if (e->bin.placed)
+		rowpool__put(s->pool, e->bin.row_first, (__u32)e->bin.rows.n);
 	ehframe__free(&e->bin.rows);
 	nsyms__free(e->bin.syms);
 	free(e);
@@ -196,6 +208,13 @@ static struct native_binary *get_binary(struct native_store *s, int fd,
 		return NULL;
 	e->bin.key = key;
 	read_binary(&e->bin, fd, pid, path);
+	if (s->pool && e->bin.rows.n && e->bin.rows.n <= UINT32_MAX &&
+	    !rowpool__alloc(s->pool, (__u32)e->bin.rows.n,
+			    &e->bin.row_first)) {
+		memcpy(s->rows + e->bin.row_first, e->bin.rows.rows,
+		       e->bin.rows.n * sizeof(*e->bin.rows.rows));
+		e->bin.placed = true;
+	}
 	HASH_ADD(hh, s->bins, bin.key, sizeof(e->bin.key), e);
 	s->bytes += bin_bytes(&e->bin);
 	return &e->bin;
@@ -304,6 +323,37 @@ size_t native_store__binaries(const struct native_store *s)
 size_t native_store__bytes(const struct native_store *s)
 {
 	return s->bytes;
+}
+
+size_t native_store__unplaced(const struct native_store *s)
+{
+	const struct entry *e, *tmp;
+	size_t n = 0;
+
+	HASH_ITER(hh, s->bins, e, tmp)
+		n += e->bin.rows.n && !e->bin.placed;
+	return n;
+}
+
+unsigned int native_proc__bpf_maps(const struct native_proc *p,
+				   struct native_maps *out)
+{
+	size_t i;
+
+	out->n = 0;
+	out->pad = 0;
+	for (i = 0; i < p->n && out->n < NATIVE_MAPS_MAX; i++) {
+		const struct native_map *m = &p->maps[i];
+
+		if (!m->bin->placed)
+			continue;
+		out->m[out->n++] = (struct native_mapping){
+			.start = m->start, .end = m->end, .vaddr = m->vaddr,
+			.row_first = m->bin->row_first,
+			.row_n = (__u32)m->bin->rows.n,
+		};
+	}
+	return out->n;
 }
 
 const struct native_map *native_proc__find(const struct native_proc *p,

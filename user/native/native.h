@@ -31,6 +31,8 @@ struct native_binary {
 	struct ehframe_table rows;	/* empty: no .eh_frame */
 	struct nsyms *syms;		/* NULL: no symbols */
 	unsigned int refs;		/* mappings that use it */
+	bool placed;			/* rows in the pool, from row_first */
+	__u32 row_first;
 	void *hh_;			/* the store's */
 };
 
@@ -49,8 +51,12 @@ struct native_proc {
 };
 
 struct native_store;
+struct rowpool;
 
-struct native_store *native_store__new(void);
+/* rows, when set, is the array of pool's capacity that BPF searches:
+ * each binary's rows are copied to their place in it. */
+struct native_store *native_store__new(struct rowpool *pool,
+				       struct unwind_row *rows);
 void native_store__free(struct native_store *s);
 
 /* pid's executable file mappings, each binary read the first time any
@@ -60,9 +66,16 @@ int native_store__read_proc(struct native_store *s, pid_t pid,
 /* The process is gone or read again: its binaries lose a user. */
 void native_store__put_proc(struct native_store *s, struct native_proc *p);
 
-/* Binaries held, and the bytes their rows and names take. */
+/* Binaries held, the bytes their rows and names take, and those whose
+ * rows found no room in the pool. */
 size_t native_store__binaries(const struct native_store *s);
 size_t native_store__bytes(const struct native_store *s);
+size_t native_store__unplaced(const struct native_store *s);
+
+/* p's mappings whose binaries have rows in the pool, as BPF reads them
+ * (the first NATIVE_MAPS_MAX): how many. */
+unsigned int native_proc__bpf_maps(const struct native_proc *p,
+				   struct native_maps *out);
 
 /* The mapping that holds addr, NULL when none does. */
 const struct native_map *native_proc__find(const struct native_proc *p,

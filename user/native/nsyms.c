@@ -12,6 +12,8 @@
 
 /* a name longer than this is cut: a template's can run to kilobytes */
 #define NAME_MAX_LEN	512
+/* a mangled name longer than this is shown mangled */
+#define DEMANGLE_MAX	4096
 
 struct nsym {
 	uint64_t start, end;
@@ -31,7 +33,10 @@ struct nsyms {
  * flame graph's frame is a function, and these are what users grep. */
 static char *demangled(const char *name)
 {
-	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+	/* a hostile binary's name: the demangler recurses on it, and
+	 * nothing a compiler writes for a function is this long */
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') ||
+	    strnlen(name, DEMANGLE_MAX + 1) > DEMANGLE_MAX)
 		return NULL;
 	return cplus_demangle(name, DMGL_AUTO | DMGL_ANSI);
 }
