@@ -132,6 +132,10 @@ static void test_debug_files(struct native_store *s)
 		 "objcopy --only-keep-debug lib$l.so lib$l.so.debug; "
 		 "strip --strip-all lib$l.so; done; "
 		 "objcopy --add-gnu-debuglink=liblink.so.debug liblink.so; "
+		 "cp liblink.so.debug libzero.so.debug; "
+		 "clang -O2 -shared -fPIC -o libzero.so dbg.c; strip libzero.so; "
+		 "objcopy --add-gnu-debuglink=libzero.so.debug libzero.so; "
+		 "rm libzero.so.debug; ln -s /dev/zero libzero.so.debug; "
 		 "id=$(readelf -n libid.so | sed -n 's/.*Build ID: //p'); "
 		 "d=root/usr/lib/debug/.build-id/$(echo $id | cut -c1-2); "
 		 "mkdir -p $d; mv libid.so.debug $d/$(echo $id | cut -c3-).debug",
@@ -144,6 +148,13 @@ static void test_debug_files(struct native_store *s)
 	CHECK(vaddr && dlopen(path, RTLD_NOW), "dlopen %s", path);
 	name_inner(s, getpid(), vaddr, "liblink.so", name, sizeof(name));
 	CHECK(!strcmp(name, "dbg_inner [liblink.so]"), "by debuglink: %s",
+	      name);
+
+	/* a debug link to /dev/zero: no name, and no hang */
+	snprintf(path, sizeof(path), "%s/libzero.so", dir);
+	CHECK(dlopen(path, RTLD_NOW), "dlopen %s", path);
+	name_inner(s, getpid(), vaddr, "libzero.so", name, sizeof(name));
+	CHECK(!strncmp(name, "[libzero.so]+0x", 15), "a link to /dev/zero: %s",
 	      name);
 
 	CHECK(!pipe(ready), "pipe");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <uthash.h>
 
 #include "elffile.h"
@@ -16,6 +17,8 @@
 #include "rowpool.h"
 #include "utf8.h"
 
+/* a debug file larger than this is not read: libxul's is 1.5 GiB */
+#define DEBUG_FILE_MAX	(4LL << 30)
 /* a process mapping more executable files than this is cut there */
 #define MAPS_MAX	4096
 
@@ -104,10 +107,16 @@ static void try_debug_file(struct native_binary *b, pid_t pid,
 	struct elf_file *ef;
 	int fd, n;
 
+	struct stat st;
+
 	fd = open_debug(pid, path);
 	if (fd < 0)
 		return;
-	if (by_crc && elffile__crc32(fd) != crc) {
+	/* the process's root is its own: a "debug file" there may be a
+	 * FIFO, a directory or /dev/zero, which a CRC would read forever */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size > DEBUG_FILE_MAX ||
+	    (by_crc && elffile__crc32(fd) != crc)) {
 		close(fd);
 		return;
 	}
