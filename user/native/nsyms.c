@@ -12,6 +12,8 @@
 
 /* a name longer than this is cut: a template's can run to kilobytes */
 #define NAME_MAX_LEN	512
+/* functions kept per binary: libxul has 400,000 */
+#define NSYMS_MAX	(4u << 20)
 /* a mangled name longer than this is shown mangled */
 #define DEMANGLE_MAX	4096
 
@@ -49,6 +51,8 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 
 	if (value + size < value)
 		return 0;
+	if (s->n == NSYMS_MAX)
+		return 1;	/* a hostile table: the first ones stand */
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct nsym *v = realloc(s->v, cap * sizeof(*v));
@@ -115,6 +119,8 @@ int nsyms__load(struct elf_file *ef, struct nsyms **out)
 	if (!s)
 		return -ENOMEM;
 	err = elffile__each_function(ef, add, s);
+	if (err > 0)
+		err = 0;	/* stopped at NSYMS_MAX */
 	if (err || s->failed) {
 		nsyms__free(s);
 		return err ? err : -ENOMEM;
