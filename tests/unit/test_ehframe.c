@@ -239,6 +239,47 @@ out:
 		close(fd);
 }
 
+/* One FDE of 5 Mi rows (a hostile section): cut at EHFRAME_MAX_ROWS,
+ * and the FDE cut short left out whole, not ruling past its end. */
+static void test_too_many_rows(void)
+{
+	static const uint8_t cie[] = {
+		0x14, 0, 0, 0, 0, 0, 0, 0,	/* length 20, CIE id 0 */
+		1, 'z', 'R', 0, 1, 0x78, 16,	/* v1 "zR", caf 1, daf -8, ra 16 */
+		1, 0x1b,			/* R: pcrel sdata4 */
+		0x0c, 7, 8, 0x90, 1, 0, 0	/* def_cfa rsp+8, ra at cfa-8 */
+	};
+	size_t rows = 5u << 20, fde_len = 4 + 4 + 4 + 1 + 3 * rows;
+	size_t len = sizeof(cie) + 4 + fde_len, at, i;
+	struct ehframe_table t = { 0 };
+	uint8_t *sec = calloc(1, len + 4);
+	uint32_t v;
+
+	if (!sec)
+		return;
+	memcpy(sec, cie, sizeof(cie));
+	at = sizeof(cie);
+	v = (uint32_t)fde_len;
+	memcpy(sec + at, &v, 4);
+	v = (uint32_t)(at + 4);			/* back to the CIE */
+	memcpy(sec + at + 4, &v, 4);
+	v = 0x1000 - (uint32_t)(at + 8);	/* pc 0x1000, pc-relative */
+	memcpy(sec + at + 8, &v, 4);
+	v = 0x7fffffff;				/* range */
+	memcpy(sec + at + 12, &v, 4);
+	sec[at + 16] = 0;			/* no augmentation data */
+	for (i = 0; i < rows; i++) {		/* offset 16 or 24, advance 1 */
+		sec[at + 17 + 3 * i] = 0x0e;
+		sec[at + 18 + 3 * i] = (i & 1) ? 24 : 16;
+		sec[at + 19 + 3 * i] = 0x41;
+	}
+	CHECK(ehframe__parse(sec, len + 4, 0, &t) == 0 && t.truncated &&
+	      t.n == 0, "cut at the cap: %zu rows, truncated %d", t.n,
+	      t.truncated);
+	ehframe__free(&t);
+	free(sec);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const bins[] = {
@@ -257,5 +298,6 @@ int main(int argc, char **argv)
 	seen += compare(argv[0]) ? 1 : 0;
 	CHECK(seen >= 3, "only %zu of the binaries are here", seen);
 	test_hostile("/lib/x86_64-linux-gnu/libc.so.6");
+	test_too_many_rows();
 	return check_summary();
 }

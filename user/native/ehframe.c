@@ -230,6 +230,7 @@ struct emit {
 	uint64_t loc;
 	size_t fde_first;	/* the FDE's first row */
 	bool failed;		/* -ENOMEM */
+	bool full;		/* EHFRAME_MAX_ROWS written */
 };
 
 static void put_row(struct emit *em, uint64_t pc, const struct rules *r,
@@ -238,8 +239,12 @@ static void put_row(struct emit *em, uint64_t pc, const struct rules *r,
 	struct ehframe_table *t = em->t;
 	struct unwind_row *row;
 
-	if (em->failed)
+	if (em->failed || em->full)
 		return;
+	if (t->n == EHFRAME_MAX_ROWS) {
+		em->full = true;
+		return;
+	}
 	if (t->n > em->fde_first && t->rows[t->n - 1].pc == pc) {
 		t->n--;		/* the FDE's last word on pc stands */
 	} else if (t->n == t->cap) {
@@ -664,6 +669,13 @@ int ehframe__parse(const void *data, size_t len, uint64_t sec_addr,
 		if (em.loc < pc + range)
 			put_row(&em, em.loc, &st.r, false);
 		put_row(&em, pc + range, &st.r, true);
+		if (em.full) {
+			/* an FDE cut short would rule past its end: the rows
+			 * of whole FDEs alone stand */
+			t->n = em.fde_first;
+			t->truncated = true;
+			break;
+		}
 	}
 	free_cies(&cies);
 	if (em.failed) {

@@ -10,6 +10,7 @@
 #ifndef __PYSIGHT_EHFRAME_H
 #define __PYSIGHT_EHFRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,9 @@
 
 /* a section larger than this is refused: libxul's is 6 MiB */
 #define EHFRAME_MAX_SIZE	(64u << 20)
+/* rows kept at most (48 MiB): a hostile section of one-byte advances
+ * would make one a byte; python3.11 makes 64,575 */
+#define EHFRAME_MAX_ROWS	(4u << 20)
 
 struct ehframe_table {
 	struct unwind_row *rows;
@@ -28,6 +32,7 @@ struct ehframe_table {
 	 * expression other than a PLT entry's, a CFA in another register,
 	 * the return address elsewhere than CFA - 8) */
 	unsigned int fdes, fdes_refused, rules_dropped;
+	bool truncated;		/* EHFRAME_MAX_ROWS reached: FDEs left out */
 };
 
 /*
