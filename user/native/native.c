@@ -74,66 +74,64 @@ void native_store__free(struct native_store *s)
 	free(s);
 }
 
-/* path opened inside the process's root, else ours (debug files are
- * often installed on the host only): -errno. */
-static int open_debug(pid_t pid, const char *path)
+/* The regular file at path inside the process's root; for a path under
+ * /usr/lib/debug, else inside ours (debug packages are often installed
+ * on the host alone): -errno. */
+static int open_debug(pid_t pid, const char *path, struct stat *st)
 {
 	char root[64];
-	int rfd, fd;
+	int rfd, fd = -ENOENT;
 
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd >= 0) {
-		fd = procmaps__open_in_root(rfd, path);
+		fd = procmaps__regular_in_root(rfd, path, DEBUG_FILE_MAX, st);
 		close(rfd);
-		if (fd >= 0)
-			return fd;
 	}
+	if (fd >= 0 || strncmp(path, "/usr/lib/debug/", 15))
+		return fd;
 	rfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
-	fd = procmaps__open_in_root(rfd, path);
+	fd = procmaps__regular_in_root(rfd, path, DEBUG_FILE_MAX, st);
 	close(rfd);
 	return fd;
 }
 
-/* The debug file at path, if it is b's (same build-id, or with none,
- * the CRC .gnu_debuglink names): its names replace b's when more. */
-static void try_debug_file(struct native_binary *b, pid_t pid,
+/* The debug file at path, if it is b's: the same build-id, or, when b
+ * has none, the CRC .gnu_debuglink names.  Its names replace b's when
+ * more: true then. */
+static bool try_debug_file(struct native_binary *b, pid_t pid,
 			   const char *path, bool by_crc, uint32_t crc)
 {
 	__u8 id[NATIVE_BUILD_ID_MAX];
 	struct nsyms *syms = NULL;
 	struct elf_file *ef;
+	bool used = false;
+	struct stat st;
 	int fd, n;
 
-	struct stat st;
-
-	fd = open_debug(pid, path);
+	fd = open_debug(pid, path, &st);
 	if (fd < 0)
-		return;
-	/* the process's root is its own: a "debug file" there may be a
-	 * FIFO, a directory or /dev/zero, which a CRC would read forever */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size > DEBUG_FILE_MAX ||
-	    (by_crc && elffile__crc32(fd) != crc)) {
-		close(fd);
-		return;
-	}
+		return false;
 	if (!elffile__open_fd(fd, &ef)) {
 		n = elffile__build_id(ef, id, sizeof(id));
-		if ((!b->build_id_len ||
-		     (n == b->build_id_len && !memcmp(id, b->build_id, n))) &&
+		if ((b->build_id_len ?
+		     n == b->build_id_len && !memcmp(id, b->build_id, n) :
+		     by_crc && elffile__crc32(fd, (uint64_t)st.st_size) ==
+				crc) &&
 		    !nsyms__load(ef, &syms) &&
 		    nsyms__count(syms) > nsyms__count(b->syms)) {
 			nsyms__free(b->syms);
 			b->syms = syms;
 			syms = NULL;
+			used = true;
 		}
 		nsyms__free(syms);
 		elffile__close(ef);
 	}
 	close(fd);
+	return used;
 }
 
 /*
@@ -159,16 +157,18 @@ static void read_debug_names(struct native_binary *b, struct elf_file *ef,
 			len += (size_t)snprintf(p + len, sizeof(p) - len,
 						"%02x", b->build_id[i]);
 		snprintf(p + len, sizeof(p) - len, ".debug");
-		try_debug_file(b, pid, p, false, 0);
+		if (try_debug_file(b, pid, p, false, 0))
+			return;
 	}
 	if (elffile__debuglink(ef, link, sizeof(link), &crc) || !slash)
 		return;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	snprintf(p, sizeof(p), "%s/%s", dir, link);
-	if (strcmp(p, path))
-		try_debug_file(b, pid, p, true, crc);
+	if (strcmp(p, path) && try_debug_file(b, pid, p, true, crc))
+		return;
 	snprintf(p, sizeof(p), "%s/.debug/%s", dir, link);
-	try_debug_file(b, pid, p, true, crc);
+	if (try_debug_file(b, pid, p, true, crc))
+		return;
 	snprintf(p, sizeof(p), "/usr/lib/debug%s/%s", dir, link);
 	try_debug_file(b, pid, p, true, crc);
 }
@@ -191,7 +191,8 @@ static void read_binary(struct native_binary *b, int fd, pid_t pid,
 		b->build_id_len = 0;
 	if (b->build_id_len > NATIVE_BUILD_ID_MAX)
 		b->build_id_len = NATIVE_BUILD_ID_MAX;
-	if (!elffile__section_view(ef, ".eh_frame", &sec, &size, &addr))
+	if (!elffile__section_view(ef, ".eh_frame", EHFRAME_MAX_SIZE, &sec,
+				   &size, &addr))
 		ehframe__parse(sec, size, addr, &b->rows);
 	if (nsyms__load(ef, &b->syms))
 		b->syms = NULL;
@@ -217,7 +218,8 @@ static struct native_binary *get_binary(struct native_store *s, int fd,
 		return NULL;
 	e->bin.key = key;
 	read_binary(&e->bin, fd, pid, path);
-	if (s->pool && e->bin.rows.n && e->bin.rows.n <= UINT32_MAX &&
+	if (s->pool && s->rows && e->bin.rows.n &&
+	    e->bin.rows.n <= UINT32_MAX &&
 	    !rowpool__alloc(s->pool, (__u32)e->bin.rows.n,
 			    &e->bin.row_first)) {
 		memcpy(s->rows + e->bin.row_first, e->bin.rows.rows,
@@ -266,22 +268,23 @@ static int one_mapping(void *ctx, const struct mapping *m)
 		return 0;
 	}
 	elffile__close(ef);
-	b = get_binary(r->s, fd, &st, p->pid, m->path);
-	close(fd);
-	if (!b) {
-		r->err = -ENOMEM;
-		return 1;
-	}
-	if (p->n == r->cap) {
+	if (p->n == r->cap) {	/* before the binary: it must get a user */
 		size_t cap = r->cap ? r->cap * 2 : 32;
 		struct native_map *v = realloc(p->maps, cap * sizeof(*v));
 
 		if (!v) {
+			close(fd);
 			r->err = -ENOMEM;
 			return 1;
 		}
 		p->maps = v;
 		r->cap = cap;
+	}
+	b = get_binary(r->s, fd, &st, p->pid, m->path);
+	close(fd);
+	if (!b) {
+		r->err = -ENOMEM;
+		return 1;
 	}
 	b->refs++;
 	p->maps[p->n++] = (struct native_map){ m->start, m->end, vaddr, b };

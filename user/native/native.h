@@ -18,7 +18,7 @@
 #include "ehframe.h"
 #include "pysight.h"
 
-#define NATIVE_BUILD_ID_MAX	20
+#define NATIVE_BUILD_ID_MAX	64	/* sha256 ids are 32 */
 #define NATIVE_NAME_MAX		64
 
 struct nsyms;

@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <zlib.h>
 #include <libelf.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
@@ -126,22 +127,29 @@ static int segment_offset(const struct elf_file *ef, uint64_t vaddr,
 int elffile__offset_vaddr(struct elf_file *ef, uint64_t off, uint64_t *vaddr)
 {
 	size_t i, n = phdr_count(ef);
+	uint64_t best = 0;
+	bool found = false;
 
+	/* lld packs segments without page-aligning their file offsets, so
+	 * the page off starts may hold the tail of the segment before too:
+	 * the one that starts last (nearest off) is the one mapped there */
 	for (i = 0; i < n; i++) {
 		GElf_Phdr ph;
+		uint64_t page;
 
 		if (!phdr(ef, i, &ph) || ph.p_type != PT_LOAD ||
 		    ph.p_offset + ph.p_filesz < ph.p_offset ||
 		    ph.p_vaddr + ph.p_filesz < ph.p_vaddr)
 			continue;
-		/* a mapping starts on a page: the segment's first page */
-		if (off >= (ph.p_offset & ~0xfffULL) &&
-		    off < ph.p_offset + ph.p_filesz) {
-			*vaddr = ph.p_vaddr - (ph.p_offset - off);
-			return 0;
-		}
+		page = ph.p_offset & ~0xfffULL;
+		if (off < page || off >= ph.p_offset + ph.p_filesz ||
+		    (found && ph.p_offset < best))
+			continue;
+		best = ph.p_offset;
+		*vaddr = ph.p_vaddr - (ph.p_offset - off);
+		found = true;
 	}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }
 
 static int read_vaddr(const struct elf_file *ef, uint64_t vaddr, void *buf,
@@ -451,6 +459,11 @@ int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
 	return -ENOENT;
 }
 
+/* what --native reads of any binary, bounded: libxul's .symtab is
+ * 60 MiB, a build-id note 36 bytes */
+#define SYMTAB_MAX	(256ULL << 20)
+#define NOTES_MAX	(64 << 10)
+
 static int each_in_table(struct elf_file *ef, Elf_Scn *scn,
 			 int (*fn)(void *ctx, const char *name,
 				   uint64_t value, uint64_t size),
@@ -461,12 +474,13 @@ static int each_in_table(struct elf_file *ef, Elf_Scn *scn,
 	size_t i, n;
 	int ret = 0;
 
-	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+	if (!gelf_getshdr(scn, &sh) || sh.sh_entsize != sizeof(Elf64_Sym) ||
+	    sh.sh_size > SYMTAB_MAX)
 		return 0;
 	data = elf_getdata(scn, NULL);
 	if (!data)
 		return 0;
-	n = sh.sh_size / sh.sh_entsize;
+	n = data->d_size / sizeof(Elf64_Sym);
 	for (i = 0; !ret && i < n; i++) {
 		GElf_Sym sym;
 		const char *s;
@@ -532,8 +546,8 @@ int elffile__debuglink(struct elf_file *ef, char *buf, size_t len,
 	uint64_t addr;
 	size_t size, n, at;
 
-	if (!len || elffile__section_view(ef, ".gnu_debuglink", &data, &size,
-					  &addr))
+	if (!len || elffile__section_view(ef, ".gnu_debuglink", 4096, &data,
+					  &size, &addr))
 		return -ENOENT;
 	n = strnlen(data, size);
 	at = (n + 4) & ~(size_t)3;	/* the CRC is 4-aligned after the NUL */
@@ -545,14 +559,16 @@ int elffile__debuglink(struct elf_file *ef, char *buf, size_t len,
 	return 0;
 }
 
-uint32_t elffile__crc32(int fd)
+uint32_t elffile__crc32(int fd, uint64_t size)
 {
 	unsigned char buf[65536];
 	uLong crc = crc32(0L, Z_NULL, 0);
 	uint64_t off = 0;
-	ssize_t n;
+	ssize_t n = 0;
 
-	while ((n = pread(fd, buf, sizeof(buf), (off_t)off)) > 0) {
+	while (off < size &&
+	       (n = pread(fd, buf, size - off < sizeof(buf) ?
+			  (size_t)(size - off) : sizeof(buf), (off_t)off)) > 0) {
 		crc = crc32(crc, buf, (uInt)n);
 		off += (uint64_t)n;
 	}
@@ -571,7 +587,8 @@ int elffile__build_id(struct elf_file *ef, void *buf, size_t len)
 		GElf_Nhdr nh;
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    sh.sh_size > NOTES_MAX)
 			continue;
 		data = elf_getdata(scn, NULL);
 		while (data && (off = gelf_getnote(data, off, &nh, &name_off,
@@ -617,7 +634,8 @@ int elffile__read(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 }
 
 int elffile__section_view(struct elf_file *ef, const char *name,
-			  const void **out, size_t *size, uint64_t *addr)
+			  size_t max, const void **out, size_t *size,
+			  uint64_t *addr)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -634,6 +652,9 @@ int elffile__section_view(struct elf_file *ef, const char *name,
 		sname = elf_strptr(ef->elf, shstrndx, sh.sh_name);
 		if (!sname || strcmp(sname, name))
 			continue;
+		/* libelf reads it whole: refuse before, not after */
+		if (sh.sh_size > max)
+			return -EFBIG;
 		data = elf_getdata(scn, NULL);
 		if (!data || !data->d_buf)
 			return -ENOENT;
@@ -652,7 +673,7 @@ int elffile__section(struct elf_file *ef, const char *name, void *buf,
 	uint64_t addr;
 	int err;
 
-	err = elffile__section_view(ef, name, &data, size, &addr);
+	err = elffile__section_view(ef, name, SIZE_MAX, &data, size, &addr);
 	if (!err)
 		memcpy(buf, data, len < *size ? len : *size);
 	return err;

@@ -39,9 +39,9 @@ bool elffile__has_symtab(struct elf_file *ef);
 int elffile__debuglink(struct elf_file *ef, char *buf, size_t len,
 		       uint32_t *crc);
 
-/* The CRC-32 (zlib's, as .gnu_debuglink uses) of all of file fd;
- * 0 when it cannot be read. */
-uint32_t elffile__crc32(int fd);
+/* The CRC-32 (zlib's, as .gnu_debuglink uses) of the first size bytes
+ * of file fd; 0 when they cannot be read. */
+uint32_t elffile__crc32(int fd, uint64_t size);
 
 /* The GNU build-id note's bytes, up to len of them into buf: how many
  * there are, or -ENOENT. */
@@ -58,8 +58,9 @@ int elffile__section(struct elf_file *ef, const char *name, void *buf,
 		     size_t len, size_t *size);
 
 /* The section called name in place, valid until elffile__close: its
- * bytes, their number and its virtual address.  -ENOENT as above. */
-int elffile__section_view(struct elf_file *ef, const char *name,
+ * bytes, their number and its virtual address.  -ENOENT as above,
+ * -EFBIG when it is over max bytes (libelf reads a section whole). */
+int elffile__section_view(struct elf_file *ef, const char *name, size_t max,
 			  const void **data, size_t *size, uint64_t *addr);
 
 /* The pointer stored at vaddr once relocated, as an unrelocated address:

@@ -66,9 +66,19 @@ int procmaps__each(pid_t pid, int (*fn)(void *ctx, const struct mapping *m),
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (!ret && fgets(line, sizeof(line), f))
+	while (!ret && fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			/* a path longer than the line: the rest is the
+			 * process's own text, never a line of its own */
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
 		if (!procmaps__parse(line, &m))
 			ret = fn(ctx, &m);
+	}
 	fclose(f);
 	return ret;
 }
@@ -83,6 +93,32 @@ static int open_resolved(int dirfd, const char *path, __u64 resolve)
 	};
 	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
+	return fd < 0 ? -errno : fd;
+}
+
+int procmaps__regular_in_root(int rootfd, const char *path, uint64_t max,
+			      struct stat *st)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	char self[64];
+	int fd;
+
+	if (pfd < 0)
+		return -errno;
+	/* an O_PATH descriptor opens nothing: a device or a FIFO is
+	 * never opened, and the reopen below is of this very inode */
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode) || !st->st_size ||
+	    (uint64_t)st->st_size > max) {
+		close(pfd);
+		return -EINVAL;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	close(pfd);
 	return fd < 0 ? -errno : fd;
 }
 

@@ -40,6 +40,13 @@ int procmaps__each(pid_t pid, int (*fn)(void *ctx, const struct mapping *m),
 /* A path as /proc shows a replaced file, "path (deleted)": the mark cut. */
 void procmaps__cut_deleted(char *path);
 
+/* The regular file at path inside the root rootfd, of 1 to max bytes,
+ * opened read-only (and its stat): nothing else is ever opened, so a
+ * planted device or FIFO has no effect.  -EINVAL for another kind of
+ * file or size, or -errno. */
+int procmaps__regular_in_root(int rootfd, const char *path, uint64_t max,
+			      struct stat *st);
+
 /* Open path read-only as seen from the root rootfd, never leaving it
  * (RESOLVE_IN_ROOT): absolute symlinks and ".." stay inside.  -errno. */
 int procmaps__open_in_root(int rootfd, const char *path);
