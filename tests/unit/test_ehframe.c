@@ -280,6 +280,53 @@ static void test_too_many_rows(void)
 	free(sec);
 }
 
+/* A CIE (pcrel sdata4 FDE pointers, CFA rsp+8, ra at CFA-8) and one FDE
+ * for [0x1000, 0x1100) of instructions insns: the rule at 0x1000. */
+static const struct unwind_row *one_fde(struct ehframe_table *t,
+					const uint8_t *insns, size_t n)
+{
+	static const uint8_t cie[] = {
+		0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16,
+		1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0
+	};
+	uint8_t sec[128] = { 0 };
+	size_t at = sizeof(cie), len = 4 + 4 + 4 + 1 + n;
+	uint32_t v;
+
+	memcpy(sec, cie, sizeof(cie));
+	v = (uint32_t)len;
+	memcpy(sec + at, &v, 4);
+	v = (uint32_t)(at + 4);
+	memcpy(sec + at + 4, &v, 4);
+	v = 0x1000 - (uint32_t)(at + 8);
+	memcpy(sec + at + 8, &v, 4);
+	v = 0x100;
+	memcpy(sec + at + 12, &v, 4);
+	memcpy(sec + at + 17, insns, n);
+	if (ehframe__parse(sec, at + 4 + len + 4, 0, t))
+		return NULL;
+	return ehframe__find(t, 0x1000);
+}
+
+/* DW_CFA_def_cfa_offset and _register apply to a CFA in a register rows
+ * do not keep (r10 in hand-written code), and not to an expression. */
+static void test_cfa_register_moves(void)
+{
+	static const uint8_t r10[] = { 0x0c, 10, 0, 0x0e, 16, 0x0d, 7 };
+	static const uint8_t expr[] = { 0x0f, 2, 0x77, 0x10, 0x0e, 16,
+					0x0d, 7 };
+	struct ehframe_table t = { 0 };
+	const struct unwind_row *r;
+
+	r = one_fde(&t, r10, sizeof(r10));
+	CHECK(r && r->cfa == UNW_CFA_RSP && r->cfa_off == 16,
+	      "r10+0, offset 16, register rsp: rsp%+d", r ? r->cfa_off : 0);
+	r = one_fde(&t, expr, sizeof(expr));
+	CHECK(r && r->cfa == UNW_CFA_NONE, "an expression stays one: %d",
+	      r ? r->cfa : -1);
+	ehframe__free(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const bins[] = {
@@ -299,5 +346,6 @@ int main(int argc, char **argv)
 	CHECK(seen >= 3, "only %zu of the binaries are here", seen);
 	test_hostile("/lib/x86_64-linux-gnu/libc.so.6");
 	test_too_many_rows();
+	test_cfa_register_moves();
 	return check_summary();
 }

@@ -131,6 +131,8 @@ static uint64_t rd_pointer(struct cur *c, uint8_t enc, const uint8_t *sec,
 		*ok = false;
 		return 0;
 	}
+	if (enc & PE_INDIRECT)
+		*ok = false;	/* an FDE's own pointers are never */
 	switch (enc & 0x70) {
 	case 0:
 		break;
@@ -149,6 +151,7 @@ struct rules {
 	uint8_t rbp;		/* enum unwind_rbp */
 	int64_t cfa_off, rbp_off;
 	bool ra_ok;		/* the return address at CFA - 8 */
+	bool cfa_expr;		/* the CFA is an expression, no register */
 };
 
 struct cie {
@@ -169,9 +172,21 @@ struct state {
 	int depth;
 };
 
+/* v times the factor f, INT64_MAX when that overflows (no row keeps an
+ * offset that large: the rule is dropped) */
+static int64_t factored(int64_t v, int64_t f)
+{
+	int64_t out;
+
+	return __builtin_mul_overflow(v, f, &out) ? INT64_MAX : out;
+}
+
+/* A register and offset: its kind kept even for a register rows do not
+ * keep, so that DW_CFA_def_cfa_offset and _register apply on it. */
 static void set_cfa(struct rules *r, uint64_t reg, int64_t off)
 {
 	r->cfa_off = off;
+	r->cfa_expr = false;
 	if (reg == REG_RSP)
 		r->cfa = UNW_CFA_RSP;
 	else if (reg == REG_RBP)
@@ -303,7 +318,7 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 			delta = low;
 			goto advance;
 		case 2:		/* DW_CFA_offset */
-			off = (int64_t)rd_uleb(c) * cie->daf;
+			off = factored((int64_t)rd_uleb(c), cie->daf);
 			set_reg(cie, r, low, true, off);
 			continue;
 		case 3:		/* DW_CFA_restore */
@@ -334,17 +349,18 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 			goto advance;
 		case 0x05:	/* DW_CFA_offset_extended */
 			reg = rd_uleb(c);
-			off = (int64_t)rd_uleb(c) * cie->daf;
+			off = factored((int64_t)rd_uleb(c), cie->daf);
 			set_reg(cie, r, reg, true, off);
 			continue;
 		case 0x11:	/* DW_CFA_offset_extended_sf */
 			reg = rd_uleb(c);
-			off = rd_sleb(c) * cie->daf;
+			off = factored(rd_sleb(c), cie->daf);
 			set_reg(cie, r, reg, true, off);
 			continue;
 		case 0x2f:	/* DW_CFA_GNU_negative_offset_extended */
 			reg = rd_uleb(c);
-			off = -(int64_t)rd_uleb(c) * cie->daf;
+			off = factored(factored((int64_t)rd_uleb(c), cie->daf),
+				       -1);
 			set_reg(cie, r, reg, true, off);
 			continue;
 		case 0x06:	/* DW_CFA_restore_extended */
@@ -390,23 +406,23 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 			continue;
 		case 0x12:	/* DW_CFA_def_cfa_sf */
 			reg = rd_uleb(c);
-			off = rd_sleb(c) * cie->daf;
+			off = factored(rd_sleb(c), cie->daf);
 			if (r->cfa != UNW_CFA_END)
 				set_cfa(r, reg, off);
 			continue;
 		case 0x0d:	/* DW_CFA_def_cfa_register */
 			reg = rd_uleb(c);
-			if (r->cfa != UNW_CFA_END && r->cfa != UNW_CFA_PLT)
+			if (r->cfa != UNW_CFA_END && !r->cfa_expr)
 				set_cfa(r, reg, r->cfa_off);
 			continue;
 		case 0x0e:	/* DW_CFA_def_cfa_offset */
 			off = (int64_t)rd_uleb(c);
-			if (r->cfa == UNW_CFA_RSP || r->cfa == UNW_CFA_RBP)
+			if (r->cfa != UNW_CFA_END && !r->cfa_expr)
 				r->cfa_off = off;
 			continue;
 		case 0x13:	/* DW_CFA_def_cfa_offset_sf */
-			off = rd_sleb(c) * cie->daf;
-			if (r->cfa == UNW_CFA_RSP || r->cfa == UNW_CFA_RBP)
+			off = factored(rd_sleb(c), cie->daf);
+			if (r->cfa != UNW_CFA_END && !r->cfa_expr)
 				r->cfa_off = off;
 			continue;
 		case 0x0f:	/* DW_CFA_def_cfa_expression */
@@ -417,6 +433,7 @@ static bool run(const struct cie *cie, struct cur *c, struct state *st,
 				r->cfa = plt_expression(c->p, len, &off) ?
 					 UNW_CFA_PLT : UNW_CFA_NONE;
 				r->cfa_off = r->cfa == UNW_CFA_PLT ? off : 0;
+				r->cfa_expr = true;
 			}
 			c->p += len;
 			continue;
@@ -456,6 +473,10 @@ advance:
 	return !c->bad;
 }
 
+/* CIEs read per section at most, and what stands for any past that */
+#define CIES_MAX	4096
+static struct cie refused;
+
 /* The CIE at off, parsed once. */
 static struct cie *get_cie(struct cie **cies, const uint8_t *sec, size_t len,
 			   uint64_t sec_addr, uint64_t off)
@@ -471,6 +492,8 @@ static struct cie *get_cie(struct cie **cies, const uint8_t *sec, size_t len,
 	HASH_FIND(hh, *cies, &off, sizeof(off), cie);
 	if (cie)
 		return cie;
+	if (HASH_COUNT(*cies) >= CIES_MAX)
+		return &refused;	/* hostile: a compiler writes a few */
 	cie = calloc(1, sizeof(*cie));
 	if (!cie)
 		return NULL;
@@ -499,11 +522,12 @@ static struct cie *get_cie(struct cie **cies, const uint8_t *sec, size_t len,
 	cie->fde_enc = PE_ABSPTR;
 	if (aug[0] == 'z') {
 		uint64_t alen = rd_uleb(&c);
-		struct cur a = { c.p, c.p + alen, false };
+		struct cur a = { c.p, c.p, false };
 		const char *s;
 
 		if (c.bad || alen > (uint64_t)(c.end - c.p))
 			return cie;
+		a.end = c.p + alen;
 		c.p += alen;
 		cie->aug_data = true;
 		for (s = aug + 1; *s && ok && !a.bad; s++) {
@@ -545,7 +569,8 @@ static struct cie *get_cie(struct cie **cies, const uint8_t *sec, size_t len,
 }
 
 /* Rows by pc; at one pc a rule before a gap (the FDE that starts there
- * against the one that ends there), else in the order written. */
+ * against the one that ends there).  Two rules at one pc (overlapping
+ * FDEs, which no linker writes) keep either. */
 static int row_cmp(const void *a, const void *b)
 {
 	const struct unwind_row *x = a, *y = b;
