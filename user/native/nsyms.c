@@ -12,8 +12,12 @@
 
 /* a name longer than this is cut: a template's can run to kilobytes */
 #define NAME_MAX_LEN	512
-/* functions kept per binary: libxul has 400,000 */
+/* functions kept per binary, the bytes of their names, and the bytes of
+ * mangled names given to the demangler: a hostile table of 4 Mi symbols
+ * sharing one 4 KiB name would otherwise cost 2 GiB and minutes */
 #define NSYMS_MAX	(4u << 20)
+#define NAMES_MAX	(128u << 20)
+#define DEMANGLE_BUDGET	(64u << 20)
 /* a mangled name longer than this is shown mangled */
 #define DEMANGLE_MAX	4096
 
@@ -26,7 +30,7 @@ struct nsyms {
 	struct nsym *v;
 	size_t n, cap;
 	struct arena names;
-	size_t name_bytes;
+	size_t name_bytes, demangled_bytes;
 	bool failed;
 };
 
@@ -51,7 +55,7 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 
 	if (value + size < value)
 		return 0;
-	if (s->n == NSYMS_MAX)
+	if (s->n == NSYMS_MAX || s->name_bytes > NAMES_MAX)
 		return 1;	/* a hostile table: the first ones stand */
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
@@ -64,7 +68,11 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 		s->v = v;
 		s->cap = cap;
 	}
-	dm = demangled(name);
+	dm = NULL;
+	if (s->demangled_bytes < DEMANGLE_BUDGET) {
+		s->demangled_bytes += strnlen(name, DEMANGLE_MAX + 1);
+		dm = demangled(name);
+	}
 	utf8__escape(buf, sizeof(buf), dm ? dm : name);
 	free(dm);
 	len = strlen(buf) + 1;
