@@ -249,34 +249,60 @@ uint64_t elffile__first_load(const struct elf_file *ef)
 	return ef->first_load;
 }
 
-static int find_in_table(struct elf_file *ef, Elf_Scn *scn, const char *name,
-			 uint64_t *value, uint64_t *size)
+/* fn(ctx, name, sym) for each defined, named symbol of the table scn,
+ * until it returns nonzero: that value, else 0. */
+static int each_symbol(struct elf_file *ef, Elf_Scn *scn,
+		       int (*fn)(void *ctx, const char *name,
+				 const GElf_Sym *sym),
+		       void *ctx)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
 	size_t i, n;
+	int ret = 0;
 
 	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
-		return -ENOENT;
+		return 0;
 	data = elf_getdata(scn, NULL);
 	if (!data)
-		return -ENOENT;
+		return 0;
 	n = sh.sh_size / sh.sh_entsize;
-	for (i = 0; i < n; i++) {
+	for (i = 0; !ret && i < n; i++) {
 		GElf_Sym sym;
 		const char *s;
 
-		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
 			continue;
 		s = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
-		if (s && !strcmp(s, name)) {
-			*value = sym.st_value;
-			if (size)
-				*size = sym.st_size;
-			return 0;
-		}
+		if (s)
+			ret = fn(ctx, s, &sym);
 	}
-	return -ENOENT;
+	return ret;
+}
+
+struct named {
+	const char *name;
+	uint64_t *value, *size;
+};
+
+static int is_named(void *ctx, const char *name, const GElf_Sym *sym)
+{
+	struct named *n = ctx;
+
+	if (strcmp(name, n->name))
+		return 0;
+	*n->value = sym->st_value;
+	if (n->size)
+		*n->size = sym->st_size;
+	return 1;
+}
+
+static int find_in_table(struct elf_file *ef, Elf_Scn *scn, const char *name,
+			 uint64_t *value, uint64_t *size)
+{
+	struct named n = { name, value, size };
+
+	return each_symbol(ef, scn, is_named, &n) ? 0 : -ENOENT;
 }
 
 /* Bounds on what a hostile dynamic section can make us walk. */
@@ -464,39 +490,20 @@ int elffile__symbol(struct elf_file *ef, const char *name, uint64_t *value,
 #define SYMTAB_MAX	(256ULL << 20)
 #define NOTES_MAX	(64 << 10)
 
-static int each_in_table(struct elf_file *ef, Elf_Scn *scn,
-			 int (*fn)(void *ctx, const char *name,
-				   uint64_t value, uint64_t size),
-			 void *ctx)
+struct functions {
+	int (*fn)(void *ctx, const char *name, uint64_t value, uint64_t size);
+	void *ctx;
+};
+
+static int is_function(void *ctx, const char *name, const GElf_Sym *sym)
 {
-	Elf_Data *data;
-	GElf_Shdr sh;
-	size_t i, n;
-	int ret = 0;
+	struct functions *f = ctx;
+	int type = GELF_ST_TYPE(sym->st_info);
 
-	if (!gelf_getshdr(scn, &sh) || sh.sh_entsize != sizeof(Elf64_Sym) ||
-	    sh.sh_size > SYMTAB_MAX)
+	if (!*name || !sym->st_size ||
+	    (type != STT_FUNC && type != STT_GNU_IFUNC))
 		return 0;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return 0;
-	n = data->d_size / sizeof(Elf64_Sym);
-	for (i = 0; !ret && i < n; i++) {
-		GElf_Sym sym;
-		const char *s;
-		int type;
-
-		if (!gelf_getsym(data, (int)i, &sym) ||
-		    sym.st_shndx == SHN_UNDEF || !sym.st_size)
-			continue;
-		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
-			continue;
-		s = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
-		if (s && *s)
-			ret = fn(ctx, s, sym.st_value, sym.st_size);
-	}
-	return ret;
+	return f->fn(f->ctx, name, sym->st_value, sym->st_size);
 }
 
 int elffile__each_function(struct elf_file *ef,
@@ -505,6 +512,7 @@ int elffile__each_function(struct elf_file *ef,
 			   void *ctx)
 {
 	static const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	struct functions f = { fn, ctx };
 	size_t t;
 
 	if (!ef->sections)
@@ -520,7 +528,9 @@ int elffile__each_function(struct elf_file *ef,
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
 				continue;
 			found = true;
-			ret = each_in_table(ef, scn, fn, ctx);
+			if (sh.sh_entsize == sizeof(Elf64_Sym) &&
+			    sh.sh_size <= SYMTAB_MAX)
+				ret = each_symbol(ef, scn, is_function, &f);
 		}
 		if (found)
 			return ret;
