@@ -173,18 +173,15 @@ static void read_debug_names(struct native_binary *b, struct elf_file *ef,
 	try_debug_file(b, pid, p, true, crc);
 }
 
-static void read_binary(struct native_binary *b, int fd, pid_t pid,
-			const char *path)
+static void read_binary(struct native_binary *b, struct elf_file *ef,
+			pid_t pid, const char *path)
 {
-	struct elf_file *ef;
 	const void *sec;
 	uint64_t addr;
 	size_t size;
 	const char *base = strrchr(path, '/');
 
 	utf8__escape(b->name, sizeof(b->name), base ? base + 1 : path);
-	if (elffile__open_fd(fd, &ef))
-		return;
 	b->build_id_len = elffile__build_id(ef, b->build_id,
 					    sizeof(b->build_id));
 	if (b->build_id_len < 0)
@@ -198,11 +195,11 @@ static void read_binary(struct native_binary *b, int fd, pid_t pid,
 		b->syms = NULL;
 	if (!elffile__has_symtab(ef))
 		read_debug_names(b, ef, pid, path);
-	elffile__close(ef);
 }
 
-/* The binary of the file fd (stat st) maps, read when new. */
-static struct native_binary *get_binary(struct native_store *s, int fd,
+/* The binary of the file ef (stat st) maps, read when new. */
+static struct native_binary *get_binary(struct native_store *s,
+					struct elf_file *ef,
 					const struct stat *st, pid_t pid,
 					const char *path)
 {
@@ -217,7 +214,7 @@ static struct native_binary *get_binary(struct native_store *s, int fd,
 	if (!e)
 		return NULL;
 	e->bin.key = key;
-	read_binary(&e->bin, fd, pid, path);
+	read_binary(&e->bin, ef, pid, path);
 	if (s->pool && s->rows && e->bin.rows.n &&
 	    e->bin.rows.n <= UINT32_MAX &&
 	    !rowpool__alloc(s->pool, (__u32)e->bin.rows.n,
@@ -262,33 +259,31 @@ static int one_mapping(void *ctx, const struct mapping *m)
 		return 0;	/* not ELF: no code to name */
 	}
 	if (elffile__offset_vaddr(ef, m->offset, &vaddr)) {
-		elffile__close(ef);
-		close(fd);
 		p->unreadable++;
-		return 0;
+		goto out;
 	}
-	elffile__close(ef);
 	if (p->n == r->cap) {	/* before the binary: it must get a user */
 		size_t cap = r->cap ? r->cap * 2 : 32;
 		struct native_map *v = realloc(p->maps, cap * sizeof(*v));
 
 		if (!v) {
-			close(fd);
 			r->err = -ENOMEM;
-			return 1;
+			goto out;
 		}
 		p->maps = v;
 		r->cap = cap;
 	}
-	b = get_binary(r->s, fd, &st, p->pid, m->path);
-	close(fd);
+	b = get_binary(r->s, ef, &st, p->pid, m->path);
 	if (!b) {
 		r->err = -ENOMEM;
-		return 1;
+		goto out;
 	}
 	b->refs++;
 	p->maps[p->n++] = (struct native_map){ m->start, m->end, vaddr, b };
-	return 0;
+out:
+	elffile__close(ef);
+	close(fd);
+	return r->err ? 1 : 0;
 }
 
 int native_store__read_proc(struct native_store *s, pid_t pid,

@@ -33,7 +33,6 @@ struct native_binary {
 	unsigned int refs;		/* mappings that use it */
 	bool placed;			/* rows in the pool, from row_first */
 	__u32 row_first;
-	void *hh_;			/* the store's */
 };
 
 /* An executable mapping: [start, end) holds the binary's code from
