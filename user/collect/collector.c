@@ -1954,19 +1954,17 @@ static const struct pstack *sweep_stack(struct collector *c,
 	__u64 key = record_key(pp, r), task;
 	const struct pstack *stack;
 	unsigned int depth;
+	bool stale;
 
 	c->sweep_reads++;
 	stackread__thread_planned(r->tgid, &pp->proc, key,
 				  *plan ? 0 : first_tstate(c, cp, pp, key),
 				  plan, c->sweep_sr);
 	c->sweep_reads_again += c->sweep_sr->again;
-	if (ran_since(r)) {
-		c->sweep_reads_stale++;
-		c->sweep_read_ns += clock__now_ns() - t0;
-		return NULL;
-	}
+	stale = ran_since(r);
+	c->sweep_reads_stale += stale;
 	c->sweep_read_ns += clock__now_ns() - t0;
-	if (!read_has_stack(c->sweep_sr))
+	if (stale || !read_has_stack(c->sweep_sr))
 		return NULL;
 	stack = name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
 			    c->sweep_sr->n);
