@@ -83,32 +83,34 @@ int procmaps__each(pid_t pid, int (*fn)(void *ctx, const struct mapping *m),
 	return ret;
 }
 
-/* openat2 with these resolve flags; O_NONBLOCK: a FIFO planted at the
- * path must not hang us. */
-static int open_resolved(int dirfd, const char *path, __u64 resolve)
+/* openat2 with these flags and resolve flags: the fd, or -errno. */
+static int open_how_at(int dirfd, const char *path, __u64 flags,
+		       __u64 resolve)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = resolve,
-	};
+	struct open_how how = { .flags = flags, .resolve = resolve };
 	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : fd;
 }
 
+/* Read-only; O_NONBLOCK: a FIFO planted at the path must not hang us. */
+static int open_resolved(int dirfd, const char *path, __u64 resolve)
+{
+	return open_how_at(dirfd, path,
+			   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+			   resolve);
+}
+
 int procmaps__regular_in_root(int rootfd, const char *path, uint64_t max,
 			      struct stat *st)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	int pfd = open_how_at(rootfd, path, O_PATH | O_CLOEXEC,
+			      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 	char self[64];
 	int fd;
 
 	if (pfd < 0)
-		return -errno;
+		return pfd;
 	/* an O_PATH descriptor opens nothing: a device or a FIFO is
 	 * never opened, and the reopen below is of this very inode */
 	if (fstat(pfd, st) || !S_ISREG(st->st_mode) || !st->st_size ||
