@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libiberty/demangle.h>
@@ -31,7 +30,6 @@ struct nsyms {
 	size_t n, cap;
 	struct arena names;
 	size_t name_bytes, demangled_bytes;
-	bool failed;
 };
 
 /* C++ (_Z) and Rust (_R, and the legacy _ZN...17h<hash>E) names read as
@@ -61,10 +59,8 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct nsym *v = realloc(s->v, cap * sizeof(*v));
 
-		if (!v) {
-			s->failed = true;
+		if (!v)
 			return -ENOMEM;
-		}
 		s->v = v;
 		s->cap = cap;
 	}
@@ -77,10 +73,8 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 	free(dm);
 	len = strlen(buf) + 1;
 	copy = arena__alloc(&s->names, len);
-	if (!copy) {
-		s->failed = true;
+	if (!copy)
 		return -ENOMEM;
-	}
 	memcpy(copy, buf, len);
 	s->name_bytes += len;
 	s->v[s->n++] = (struct nsym){ value, value + size, copy };
@@ -129,9 +123,9 @@ int nsyms__load(struct elf_file *ef, struct nsyms **out)
 	err = elffile__each_function(ef, add, s);
 	if (err > 0)
 		err = 0;	/* stopped at NSYMS_MAX */
-	if (err || s->failed) {
+	if (err) {
 		nsyms__free(s);
-		return err ? err : -ENOMEM;
+		return err;
 	}
 	if (s->n)
 		qsort(s->v, s->n, sizeof(*s->v), cmp);
