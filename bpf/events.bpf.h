@@ -40,14 +40,16 @@ static __always_inline int send_stack(struct sample_buf *b, __u32 ev_kind,
 	__u64 size = sizeof(b->ev);
 	__u64 hash = b->ev.stack_hash;
 	__u8 one = 1;
-	__u32 n = b->ev.nframes;
+	__u32 n = b->ev.nframes, nn = b->ev.nnative;
 
 	b->ev.has_frames = 0;
 	if (n && !bpf_map_lookup_elem(&stacks_seen, &hash)) {
 		b->ev.has_frames = 1;
 		if (n > PYSIGHT_MAX_FRAMES)
 			n = PYSIGHT_MAX_FRAMES;
-		size += (__u64)n * sizeof(struct py_frame);
+		if (nn > PYSIGHT_NATIVE_FRAMES)
+			nn = PYSIGHT_NATIVE_FRAMES;
+		size += (__u64)(n + nn) * sizeof(struct py_frame);
 	}
 	if (ev_kind == EV_STACK && !b->ev.has_frames)
 		return 0;

@@ -11,6 +11,7 @@ const volatile bool kernel_stacks = false;	/* --kernel-stacks */
 const volatile bool sweep = false;		/* --offcpu=sweep */
 const volatile __u64 walk_below_ns = 1000000;	/* see switch_in() */
 const volatile __u64 period_ns = 10000000;	/* the mean sampling period */
+const volatile bool native = false;		/* --native */
 
 const volatile __u32 ncgroups = 0;		/* --cgroup/--container */
 
@@ -160,6 +161,8 @@ struct frame_ctx {
 	__u8 raw_only;		/* hash the frames' fields, check nothing */
 	__u8 owner_gen;		/* PY_PROC_F_ASYNC_OUTER: a coroutine's
 				 * frame owner, else 0 */
+	__u8 marks;		/* --native: mark eval calls' first frames */
+	__u16 f_entry;		/* 3.11's is_entry, else PY_OFF_NONE */
 	__u64 outer;		/* ... the root-most such frame met */
 	/* ... and the tasks _current_tasks says run, with their coroutines'
 	 * frames: the one met in the stack is the sample's task */
@@ -177,7 +180,8 @@ struct frame_ctx {
 /* ev and frames go out together: keep them first, and in this order */
 struct sample_buf {
 	struct sample_event ev;
-	struct py_frame frames[PYSIGHT_MAX_FRAMES];
+	/* the Python frames, then (--native) the native ones */
+	struct py_frame frames[PYSIGHT_MAX_FRAMES + PYSIGHT_NATIVE_FRAMES];
 	__u64 tstate;		/* the thread state the stack was read from */
 	__u8 fwin[PYSIGHT_FRAME_WINDOW];
 	__u8 cwin[PYSIGHT_CODE_WINDOW];

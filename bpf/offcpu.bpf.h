@@ -200,6 +200,8 @@ static __always_inline void emit_interval(struct task_struct *task,
 	e->has_frames = 0;
 	e->kind = kind;
 	e->task_flags = 0;
+	e->nnative = 0;
+	e->native_stop = NATIVE_NONE;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	count(CNT_OFF_WALKED);

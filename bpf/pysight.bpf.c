@@ -18,6 +18,7 @@
 #include "maps.bpf.h"
 #include "tstate.bpf.h"
 #include "walk.bpf.h"
+#include "native.bpf.h"
 #include "events.bpf.h"
 #include "discovery.bpf.h"
 #include "offcpu.bpf.h"
@@ -146,6 +147,8 @@ int pysight_on_cpu(struct bpf_perf_event_data *ctx)
 	if (!b)
 		return 0;
 	collect_stack(b, proc, task, tgid, tid);
+	if (native && b->ev.nframes)
+		native_stack(b, ctx, task, tgid);
 	sample_on_cpu(b, proc, task, tgid, tid);
 	scratch_put();
 	return 0;

@@ -18,6 +18,7 @@
 #define PYSIGHT_COMM_LEN	16
 #define PYSIGHT_MAX_CGROUPS	16	/* --cgroup and --container filters */
 #define PYSIGHT_KSTACK_DEPTH	64	/* kernel frames kept (--kernel-stacks) */
+#define PYSIGHT_NATIVE_FRAMES	64	/* native frames kept (--native), 2^n */
 
 /* What a recording is of (--mode): the BPF side's `mode`, and user
  * space's enum profile_mode. */
@@ -133,6 +134,11 @@ struct py_offsets {
 	/* --asyncio before 3.14, valid with PY_PROC_F_ASYNC_OUTER: the
 	 * owner of a coroutine's own frame (FRAME_OWNED_BY_GENERATOR) */
 	__u8 owner_generator;
+	__u8 pad;
+	/* --native, 3.11 alone: the frame's bool is_entry, set on the first
+	 * frame a call of the eval loop ran (3.12+ mark it with a shim frame
+	 * below it instead) */
+	__u16 frame_is_entry;
 };
 
 enum py_proc_state {
@@ -208,6 +214,16 @@ struct py_frame {
 	__s32 lasti;		/* byte offset of the instruction, -1 unknown */
 	__u32 check;		/* checksum of the code object's identity */
 };
+
+/*
+ * --native: two more kinds of entry in a sample's frames.  Among the
+ * Python frames, a mark where one call of the eval loop began (3.11+:
+ * the frames leaf-side of it, up to the mark before, are what that
+ * _PyEval_EvalFrameDefault ran).  After the Python frames, the native
+ * ones, leaf first: code is the pc (a return address past the first).
+ */
+#define PY_LASTI_ENTRY		(-3)	/* code 0 */
+#define PY_LASTI_NATIVE		(-2)	/* code: the pc */
 
 enum sample_status {
 	ST_COMPLETE = 0,
@@ -314,7 +330,23 @@ struct sample_event {
 	__u64 task_name;	/* SAMPLE_TASK_OBJ: the task's name object */
 	__u64 task_by;		/* ... and its task_awaited_by (0: none, and
 				 * always before 3.14) */
-	/* when has_frames, nframes struct py_frame follow, leaf first */
+	__u16 nnative;		/* --native: native frames after the Python */
+	__u8 native_stop;	/* enum native_stop: why their walk ended */
+	__u8 pad[5];
+	/* when has_frames, nframes struct py_frame follow, leaf first, then
+	 * nnative native ones (PY_LASTI_NATIVE), leaf first */
+};
+
+/* Why a native walk ended. */
+enum native_stop {
+	NATIVE_NONE = 0,	/* no walk: the process's mappings not loaded */
+	NATIVE_END,		/* at the outermost frame: whole */
+	NATIVE_NO_MAPPING,	/* a pc in no known binary (JIT, anonymous
+				 * code, a library loaded since) */
+	NATIVE_NO_ROW,		/* the binary has no rule there */
+	NATIVE_READ,		/* the stack could not be read */
+	NATIVE_DEEP,		/* more than PYSIGHT_NATIVE_FRAMES */
+	NATIVE__MAX,
 };
 
 /* sample_event.task is the Task object, read by BPF with the sample:
@@ -547,6 +579,9 @@ struct unwind_row {
 	__u8 rbp;		/* enum unwind_rbp */
 	__s16 rbp_off;
 	__s32 cfa_off;
+	/* an array map's values are 8-byte aligned: the pool user space
+	 * maps holds rows 16 bytes apart, so they are 16 bytes here too */
+	__u32 pad;
 };
 
 /*

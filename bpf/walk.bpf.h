@@ -129,6 +129,31 @@ static __always_inline bool current_match(struct frame_ctx *c, __u64 addr)
 	return false;
 }
 
+/*
+ * --native: mark where a call of the eval loop began, after the Python
+ * frames it ran (none yet: no mark).  The merge puts each run of frames
+ * between marks in place of its _PyEval_EvalFrameDefault.
+ */
+static __always_inline int entry_mark(struct frame_ctx *c,
+				      struct sample_buf *b)
+{
+	struct py_frame *f;
+
+	if (!c->n)
+		return 0;
+	if (c->n >= PYSIGHT_MAX_FRAMES) {
+		c->status = ST_TRUNCATED;
+		return 1;
+	}
+	f = &b->frames[c->n & (PYSIGHT_MAX_FRAMES - 1)];
+	f->code = 0;
+	f->lasti = PY_LASTI_ENTRY;
+	f->check = 0;
+	c->hash = mix64(c->hash ^ (__u64)PY_LASTI_ENTRY);
+	c->n++;
+	return 0;
+}
+
 /* data: the scratch slot the walk's caller holds */
 static long walk_frame(__u32 i, void *data)
 {
@@ -164,7 +189,7 @@ static long walk_frame(__u32 i, void *data)
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (c->owner_cstack && c->f_owner < PYSIGHT_FRAME_WINDOW &&
 	    win[c->f_owner] >= c->owner_cstack)
-		return 0;
+		return c->marks && !c->raw_only ? entry_mark(c, b) : 0;
 
 	/* what same_stack() compares: the code's address stands for the
 	 * object while no code was freed (code_frees) */
@@ -204,6 +229,9 @@ static long walk_frame(__u32 i, void *data)
 	c->hash = mix64(c->hash ^ code);
 	c->hash = mix64(c->hash ^ ((__u64)(__u32)lasti << 32 | check));
 	c->n++;
+	if (c->marks && c->f_entry < PYSIGHT_FRAME_WINDOW && win[c->f_entry] &&
+	    entry_mark(c, b))
+		return 1;
 	if (addr == c->task_frame) {
 		c->task_at = c->n;
 	} else if (c->ncur && current_match(c, addr)) {
@@ -403,6 +431,8 @@ static __always_inline void walk_stack(struct sample_buf *b,
 	c->skip_foreign = off->frame_model == PY_FRAMES_DIRECT;
 	c->code_cache = !!(proc->flags & PY_PROC_F_CODE_CACHE);
 	c->raw_only = raw_only;
+	c->marks = native;
+	c->f_entry = off->frame_is_entry;
 	c->task_frame = task_frame;
 	if ((proc->flags & PY_PROC_F_ASYNC_OUTER) && !raw_only) {
 		c->owner_gen = off->owner_generator;
@@ -455,6 +485,8 @@ static __always_inline void collect_stack(struct sample_buf *b,
 	int err;
 
 	b->ev.nframes = 0;
+	b->ev.nnative = 0;
+	b->ev.native_stop = NATIVE_NONE;
 	b->ev.stack_hash = 0;
 	b->ev.task = 0;
 	b->ev.task_name = 0;

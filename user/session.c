@@ -34,6 +34,8 @@ enum {
 	OPT_CGROUP,
 	OPT_CONTAINER,
 	OPT_ASYNCIO,
+	OPT_NATIVE,
+	OPT_NATIVE_ALL,
 };
 
 static const struct argp_option session_options[] = {
@@ -50,6 +52,8 @@ static const struct argp_option session_options[] = {
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
 	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: sweep (default: every moved thread's state at each tick, nothing on switches, under 1% of a CPU) or trace (every context switch of the host, a Python thread's stack as it leaves the CPU: exact, but 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target)", 0 },
 	{ "asyncio", OPT_ASYNCIO, NULL, 0, "asyncio programs (Python 3.11+): each sample as its running task's stack (the tasks that await it, root first, each as [task NAME] and its coroutines) in place of the event loop's frames; in wall and off modes, each waiting task's time too, at its await point ([await: sleep|io|lock|task|executor|other|loop busy]), as time of its own", 0 },
+	{ "native", OPT_NATIVE, NULL, 0, "Native frames too (on-CPU samples): where Python called C, C++, Cython or Rust code, that code's functions as 'function [library]', unwound from each binary's .eh_frame (no frame pointers needed); the interpreter's own frames are left out", 0 },
+	{ "native-all", OPT_NATIVE_ALL, NULL, 0, "--native, keeping the interpreter's own frames (_PyEval_EvalFrameDefault and its helpers)", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
 };
@@ -122,6 +126,12 @@ static error_t session_parse(int key, char *arg, struct argp_state *state)
 	case OPT_ASYNCIO:
 		o->asyncio = true;
 		break;
+	case OPT_NATIVE_ALL:
+		o->native_all = true;
+		/* fall through */
+	case OPT_NATIVE:
+		o->native = true;
+		break;
 	case 'v':
 		log_verbose++;
 		break;
@@ -190,6 +200,8 @@ int session__parse(struct session *s, const struct argp *argp, int argc,
 		return 2;
 	if (s->o.command && s->o.npids)
 		usage_error("give -p or a command, not both");
+	if (s->o.native && s->o.asyncio)
+		usage_error("--native and --asyncio do not go together yet");
 	return 0;
 }
 
@@ -407,6 +419,8 @@ int session__open(struct session *s)
 		.sweep_reread_ns = s->o.sweep_reread_ns,
 		.sweep_duty = s->o.sweep_duty,
 		.asyncio = s->o.asyncio,
+		.native = s->o.native,
+		.native_all = s->o.native_all,
 	};
 	struct cgroup_filter cgroups[PYSIGHT_MAX_CGROUPS];
 	char err[300];

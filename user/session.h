@@ -39,6 +39,7 @@ struct session_opts {
 	uint64_t sweep_reread_ns;	/* collector_opts' */
 	unsigned int sweep_duty;	/* collector_opts' */
 	bool asyncio;			/* collector_opts' */
+	bool native, native_all;	/* collector_opts' */
 };
 
 struct session {

@@ -22,7 +22,9 @@
 #include "ksyms.h"
 #include "linetable.h"
 #include "log.h"
+#include "native.h"
 #include "registry.h"
+#include "rowpool.h"
 #include "remote.h"
 #include "sampler.h"
 #include "schedstat.h"
@@ -67,6 +69,9 @@ struct cproc {
 	struct thread_ref *threads;
 	struct pynames names;
 	struct ctasks *tasks;	/* --asyncio, once the process is 3.14+ */
+	struct native_proc *native;	/* --native: its mappings, read at
+					 * native_ns (0: never) */
+	uint64_t native_ns;
 	UT_hash_handle hh;
 };
 
@@ -226,6 +231,12 @@ struct collector {
 	 * tasks slow their reads, not the threads' sweep */
 	struct sweep_budget tasks_budget;
 	uint64_t next_tasks_ns;
+	/* --native: the binaries processes map, their rows placed in the
+	 * pool BPF searches */
+	struct native_store *natives;
+	struct rowpool *rowpool;
+	uint64_t native_stops[NATIVE__MAX];
+	uint64_t native_reads;
 };
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -263,10 +274,31 @@ struct collector *collector__new_offline(const struct collector_opts *o)
 	return c;
 }
 
+/* --native: unwind rows for 2 Mi ranges of code (32 MiB; libpython
+ * takes about 100 Ki, numpy's OpenBLAS about ...), and the processes
+ * BPF can walk at once (8 KiB each) */
+#define NATIVE_POOL_ROWS	(1u << 21)
+#define NATIVE_PROCS		256
+
+static int native_open(struct collector *c)
+{
+	struct unwind_row *rows;
+	uint32_t n;
+
+	rows = sampler__native_rows(c->sampler, &n);
+	if (!rows)
+		return -ENODEV;
+	c->rowpool = rowpool__new(n);
+	c->natives = c->rowpool ? native_store__new(c->rowpool, rows) : NULL;
+	return c->natives ? 0 : -ENOMEM;
+}
+
 int collector__open(const struct collector_opts *o, struct collector **out,
 		    char *err, size_t errlen)
 {
 	struct sampler_opts so = {
+		.native_rows = o->native ? NATIVE_POOL_ROWS : 0,
+		.native_procs = o->native ? NATIVE_PROCS : 0,
 		.rate_hz = o->rate_hz,
 		.mode = o->mode,
 		.filter_pids = o->filter_pids,
@@ -287,7 +319,7 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 		return ret;
 	}
 	c->reg = registry__new(c->sampler, o->mode != MODE_CPU);
-	if (!c->reg) {
+	if (!c->reg || (o->native && native_open(c))) {
 		collector__free(c);
 		return -ENOMEM;
 	}
@@ -298,6 +330,8 @@ int collector__open(const struct collector_opts *o, struct collector **out,
 	*out = c;
 	return 0;
 }
+
+static void native_forget(struct collector *c, struct cproc *cp);
 
 static void cproc_free(struct cproc *cp)
 {
@@ -346,8 +380,11 @@ void collector__free(struct collector *c)
 	forget_found(c);
 	HASH_ITER(hh, c->procs, cp, tmp) {
 		HASH_DEL(c->procs, cp);
+		native_forget(c, cp);
 		cproc_free(cp);
 	}
+	native_store__free(c->natives);
+	rowpool__free(c->rowpool);
 	ksyms__free(c->ksyms);
 	sweep__free(c->sweep);
 	free(c->sweep_sr);
@@ -649,6 +686,17 @@ static void forget_stacks(struct collector *c, const struct cproc *cp)
 	free(hashes);
 }
 
+/* BPF walks the process's native stacks no more: its binaries lose a
+ * user (and the rows of those it was the last of, their place). */
+static void native_forget(struct collector *c, struct cproc *cp)
+{
+	if (!cp->native)
+		return;
+	sampler__delete_native(c->sampler, cp->pid);
+	native_store__put_proc(c->natives, cp->native);
+	cp->native = NULL;
+}
+
 /* A process exited or exec'ed: what we named for it is stale. */
 static void forget_process(struct collector *c, pid_t pid)
 {
@@ -660,6 +708,7 @@ static void forget_process(struct collector *c, pid_t pid)
 		return;
 	HASH_DEL(c->procs, cp);
 	forget_stacks(c, cp);
+	native_forget(c, cp);
 	cproc_free(cp);
 }
 
@@ -733,14 +782,130 @@ static int set_provisional(struct cproc *cp, __u64 hash,
 	return 0;
 }
 
-/* The named stack of frames (leaf first), marked at the root when it is
- * not whole; NULL on ENOMEM. */
-static const struct pstack *name_frames(struct collector *c,
-					const struct pyproc *pp, int status,
-					const struct py_frame *frames, int nframes)
+#define STACK_MAX	(PYSIGHT_MAX_FRAMES + 1 + PYSIGHT_NATIVE_FRAMES)
+
+static bool entry_mark(const struct py_frame *f)
 {
-	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1];
-	int n = 0, i;
+	return f->lasti == PY_LASTI_ENTRY;
+}
+
+/* Is fn the eval loop, whose native frames the Python frames it ran
+ * stand in for?  (gcc may split its cold paths into fn.cold.) */
+static bool eval_loop(const char *fn)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+	size_t n = sizeof(eval) - 1;
+
+	return fn && !strncmp(fn, eval, n) && (!fn[n] || fn[n] == '.');
+}
+
+static const struct pframe *native_frame(struct collector *c,
+					 const struct native_map *m,
+					 uint64_t pc)
+{
+	char name[NATIVE_NAME_MAX + 1024];
+
+	if (!m)
+		return profile__frame(c->prof, "[unknown native]", NULL, 0, 0,
+				      PFRAME_PSEUDO);
+	native__frame_name(m, pc, name, sizeof(name));
+	return profile__frame(c->prof, name, NULL, 0, 0, PFRAME_NATIVE);
+}
+
+/* The Python frames one call of the eval loop ran, leaf first, from
+ * frames[*at] into out at n: up to its entry mark from 3.11 on, one
+ * frame before (each frame had a call of its own).  The new n. */
+static int eval_frames(struct collector *c, const struct pyproc *pp,
+		       const struct py_frame *frames, int nframes, int *at,
+		       const struct pframe **out, int n)
+{
+	while (*at < nframes) {
+		const struct py_frame *f = &frames[(*at)++];
+
+		if (entry_mark(f)) {
+			if (pp->minor >= 11)
+				break;
+			continue;
+		}
+		out[n++] = python_frame(c, pp, f);
+		if (pp->minor < 11)
+			break;
+	}
+	return n;
+}
+
+/* Are only entry marks left of the Python frames? */
+static bool python_done(const struct py_frame *frames, int nframes, int at)
+{
+	while (at < nframes && entry_mark(&frames[at]))
+		at++;
+	return at >= nframes;
+}
+
+/*
+ * --native: the Python frames and the native ones, leaf first, as one
+ * stack into out: each _PyEval_EvalFrameDefault gives way to the
+ * Python frames it ran, and the interpreter's other frames (those of
+ * the binary that holds the eval loop) are left out unless
+ * --native-all; so are the native frames below the outermost Python
+ * one (the interpreter's start, the thread's).  Python frames no eval
+ * frame took (the native walk ended short) go at the root, as they
+ * would without --native.  How many.
+ */
+static int merge_native(struct collector *c, const struct cproc *cp,
+			const struct pyproc *pp, const struct py_frame *frames,
+			int nframes, const struct py_frame *natives,
+			int nnative, const struct pframe **out)
+{
+	const struct native_binary *interp = NULL;
+	const struct native_map *maps[PYSIGHT_NATIVE_FRAMES];
+	const char *fns[PYSIGHT_NATIVE_FRAMES];
+	bool all = c->o.native_all, evals = false;
+	int n = 0, at = 0, k;
+
+	for (k = 0; k < nnative; k++) {
+		/* a caller's pc is a return address, the byte after its
+		 * call, which may be the next function's first */
+		__u64 pc = natives[k].code - (k ? 1 : 0);
+
+		maps[k] = cp->native ? native_proc__find(cp->native, pc) : NULL;
+		fns[k] = maps[k] ? native__function(maps[k], pc) : NULL;
+		if (!interp && eval_loop(fns[k]))
+			interp = maps[k]->bin;
+	}
+	for (k = 0; k < nnative; k++) {
+		__u64 pc = natives[k].code - (k ? 1 : 0);
+
+		if (eval_loop(fns[k])) {
+			n = eval_frames(c, pp, frames, nframes, &at, out, n);
+			evals = true;
+			if (all)
+				out[n++] = native_frame(c, maps[k], pc);
+			continue;
+		}
+		if (!all && evals && python_done(frames, nframes, at))
+			break;
+		if (!all && interp && maps[k] && maps[k]->bin == interp)
+			continue;
+		out[n++] = native_frame(c, maps[k], pc);
+	}
+	while (at < nframes)
+		n = eval_frames(c, pp, frames, nframes, &at, out, n);
+	return n;
+}
+
+/* The named stack of frames (leaf first), with --native the native
+ * ones merged in, marked at the root when it is not whole; NULL on
+ * ENOMEM. */
+static const struct pstack *name_frames(struct collector *c,
+					const struct cproc *cp,
+					const struct pyproc *pp, int status,
+					const struct py_frame *frames, int nframes,
+					const struct py_frame *natives,
+					int nnative)
+{
+	const struct pframe *leaf[STACK_MAX], *out[STACK_MAX];
+	int n = 0, m, i;
 
 	if (status == ST_TRUNCATED)
 		out[n++] = profile__frame(c->prof, "[truncated]", NULL, 0, 0,
@@ -748,8 +913,16 @@ static const struct pstack *name_frames(struct collector *c,
 	else if (status != ST_COMPLETE)
 		out[n++] = profile__frame(c->prof, "[partial stack]", NULL, 0,
 					  0, PFRAME_PSEUDO);
-	for (i = nframes - 1; i >= 0; i--)
-		out[n++] = python_frame(c, pp, &frames[i]);
+	if (cp && nnative > 0) {
+		m = merge_native(c, cp, pp, frames, nframes, natives, nnative,
+				 leaf);
+	} else {
+		for (m = 0, i = 0; i < nframes; i++)
+			if (!entry_mark(&frames[i]))
+				leaf[m++] = python_frame(c, pp, &frames[i]);
+	}
+	for (i = m - 1; i >= 0; i--)
+		out[n++] = leaf[i];
 	for (i = 0; i < n; i++)
 		if (!out[i])
 			return NULL;
@@ -765,7 +938,7 @@ const struct pstack *collector__name_frames(struct collector *c, pid_t pid,
 
 	if (!pp || nframes < 0 || nframes > PYSIGHT_MAX_FRAMES)
 		return NULL;
-	return name_frames(c, pp, status, frames, nframes);
+	return name_frames(c, NULL, pp, status, frames, nframes, NULL, 0);
 }
 
 /* Can a sample with a frame not named wait for the code's EV_CODE?
@@ -783,7 +956,8 @@ static bool all_named(struct collector *c, const struct pyproc *pp,
 	int i;
 
 	for (i = 0; i < nframes; i++)
-		if (!(again ? symcache__retry : symcache__lookup)(
+		if (!entry_mark(&frames[i]) &&
+		    !(again ? symcache__retry : symcache__lookup)(
 			    c->syms, pp->pid, &pp->proc, frames[i].code,
 			    frames[i].check))
 			return false;
@@ -807,7 +981,8 @@ static int add_stack(struct collector *c, struct cproc *cp,
 
 	if (may_wait(c, pp) && !all_named(c, pp, frames, ev->nframes, false))
 		return -EAGAIN;
-	stack = name_frames(c, pp, ev->status, frames, ev->nframes);
+	stack = name_frames(c, cp, pp, ev->status, frames, ev->nframes,
+			    frames + ev->nframes, ev->nnative);
 	if (!stack)
 		return -ENOMEM;
 	if (c->unknown_frames == misses)
@@ -1108,8 +1283,9 @@ static const struct pstack *chain_stack(struct collector *c,
 					  0, PFRAME_PSEUDO);
 	for (i = n - 1; i >= 0 && k < max; i--) {
 		out[k++] = task_frame(c, chain[i]->name);
-		named = name_frames(c, pp, chain[i]->status, chain[i]->frames,
-				    chain[i]->nframes);
+		named = name_frames(c, NULL, pp, chain[i]->status,
+				    chain[i]->frames, chain[i]->nframes, NULL,
+				    0);
 		if (!named)
 			return NULL;
 		for (j = 0; j < named->n && k < max; j++)
@@ -1569,6 +1745,46 @@ static int tasks_sweep(struct collector *c)
 	return ret;
 }
 
+#define NATIVE_REREAD_NS	(1000 * 1000000ULL)
+
+/*
+ * --native: the process's mappings, read for BPF's walk at its first
+ * sample, and again, at most each NATIVE_REREAD_NS, when a walk met
+ * code in none of them (a library loaded since, or code of no file).
+ */
+static void native_track(struct collector *c, struct cproc *cp,
+			 const struct sample_event *ev)
+{
+	static struct native_maps m;	/* 8 KiB: one thread polls */
+	struct native_proc *np;
+	uint64_t now;
+	int err;
+
+	if (ev->native_stop < NATIVE__MAX)
+		c->native_stops[ev->native_stop]++;
+	if (cp->native_ns && ev->native_stop != NATIVE_NO_MAPPING)
+		return;
+	now = clock__now_ns();
+	if (cp->native_ns && now - cp->native_ns < NATIVE_REREAD_NS)
+		return;
+	cp->native_ns = now;
+	c->native_reads++;
+	err = native_store__read_proc(c->natives, cp->pid, &np);
+	if (err) {
+		pr_debug("pid %d: no native frames: its mappings: %s", cp->pid,
+			 strerror(-err));
+		return;
+	}
+	native_proc__bpf_maps(np, &m);
+	err = sampler__set_native(c->sampler, cp->pid, &m);
+	if (err)
+		pr_debug("pid %d: no native frames: %s", cp->pid,
+			 strerror(-err));
+	if (cp->native)
+		native_store__put_proc(c->natives, cp->native);
+	cp->native = np;
+}
+
 static int handle_sample(struct collector *c, const void *data, size_t size)
 {
 	const struct sample_event *ev = data;
@@ -1583,8 +1799,10 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	int err;
 
 	if (size < sizeof(*ev) || ev->nframes > PYSIGHT_MAX_FRAMES ||
+	    ev->nnative > PYSIGHT_NATIVE_FRAMES ||
 	    (ev->has_frames &&
-	     size < sizeof(*ev) + ev->nframes * sizeof(struct py_frame)))
+	     size < sizeof(*ev) + (ev->nframes + ev->nnative) *
+					  sizeof(struct py_frame)))
 		return 0;
 	if (!ev->nframes)
 		return 0;	/* an error before the first frame: counted */
@@ -1605,6 +1823,8 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	cp = cproc_get(c, ev->hdr.pid);
 	if (!cp)
 		return -ENOMEM;
+	if (c->natives && ev->hdr.kind == EV_SAMPLE)
+		native_track(c, cp, ev);
 	if (ev->has_frames) {
 		err = add_stack(c, cp, pp, ev, (const struct py_frame *)(ev + 1));
 		if (err == -EAGAIN)
@@ -1729,6 +1949,13 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->unknown_frames = c->unknown_frames;
 	st->stale_symbols = symcache__stale(c->syms);
 	st->codes_named = c->codes_named;
+	memcpy(st->native_stops, c->native_stops, sizeof(st->native_stops));
+	st->native_reads = c->native_reads;
+	if (c->natives) {
+		st->native_binaries = native_store__binaries(c->natives);
+		st->native_bytes = native_store__bytes(c->natives);
+		st->native_unplaced = native_store__unplaced(c->natives);
+	}
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->name_reads = c->name_reads;
 	st->sweeps = c->sweeps;
@@ -1966,8 +2193,8 @@ static const struct pstack *sweep_stack(struct collector *c,
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (stale || !read_has_stack(c->sweep_sr))
 		return NULL;
-	stack = name_frames(c, pp, c->sweep_sr->status, c->sweep_sr->frames,
-			    c->sweep_sr->n);
+	stack = name_frames(c, NULL, pp, c->sweep_sr->status,
+			    c->sweep_sr->frames, c->sweep_sr->n, NULL, 0);
 	depth = stack && c->o.asyncio ?
 		read_task_depth(c, cp, pp, c->sweep_sr, &task) : 0;
 	return depth ? task_stack(c, cp, pp, stack, task, depth, 0, 0) : stack;
@@ -2177,7 +2404,8 @@ static int close_interval(void *ctx, const struct thread_record *r)
 	stackread__thread(r->tgid, &pp->proc, record_key(pp, r), cl->sr);
 	if (!read_has_stack(cl->sr))
 		return 0;
-	stack = name_frames(c, pp, cl->sr->status, cl->sr->frames, cl->sr->n);
+	stack = name_frames(c, NULL, pp, cl->sr->status, cl->sr->frames,
+			    cl->sr->n, NULL, 0);
 	t = record_thread(c, cp, pp, r);
 	cg = cgroup_of(c, r->cgroup_id, r->tgid);
 	if (!stack || !t || !cg)
@@ -2260,8 +2488,8 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 	t.raw = sn->sr;
 	t.proc = pp;
 	if (sn->sr->n) {
-		t.stack = name_frames(sn->c, pp, sn->sr->status,
-				      sn->sr->frames, sn->sr->n);
+		t.stack = name_frames(sn->c, NULL, pp, sn->sr->status,
+				      sn->sr->frames, sn->sr->n, NULL, 0);
 		if (!t.stack)
 			return -ENOMEM;
 	}

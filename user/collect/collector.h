@@ -41,6 +41,9 @@ struct collector_opts {
 	/* --asyncio: a sample's running asyncio task (3.14+) and the tasks
 	 * awaiting it replace its event loop's frames */
 	bool asyncio;
+	/* --native: native frames between the Python ones; --native-all:
+	 * the interpreter's own frames kept too */
+	bool native, native_all;
 	const struct cgroup_filter *cgroups;	/* --cgroup, --container */
 	int ncgroups;
 };
@@ -69,6 +72,12 @@ struct collector_stats {
 	/* wall and off modes: reads of every task (ticks), their time (ns),
 	 * those that read a random share, tasks read, task samples added */
 	uint64_t task_ticks, task_ns, task_sampled, task_reads, task_adds;
+	/* --native: stacks whose native walk ended short (by why: enum
+	 * native_stop), readings of processes' mappings, binaries held,
+	 * their bytes, and those whose rows found no room */
+	uint64_t native_stops[NATIVE__MAX];
+	uint64_t native_reads;
+	size_t native_binaries, native_bytes, native_unplaced;
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

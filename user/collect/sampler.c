@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -118,6 +119,9 @@ struct sampler {
 	__u64 last_look_ns;
 	uint64_t seen_samples, seen_drops;
 	int calm;
+	struct unwind_row *native_rows;	/* --native: the pool, mapped */
+	size_t native_len;		/* its bytes mapped */
+	uint32_t native_n;
 	/* PYSIGHT_RING_BATCH: records read per pass at most (0: all); the
 	 * pass in progress has read in_pass, and one was cut short (cut) */
 	long batch, in_pass;
@@ -301,6 +305,13 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 		bpf_map__set_max_entries(s->skel->maps.kstacks, 1);
 	if (!opts->kernel_stacks || !s->sweep)
 		bpf_map__set_max_entries(s->skel->maps.task_kstacks, 1);
+	s->skel->rodata->native = opts->native_rows && opts->native_procs;
+	if (s->skel->rodata->native) {
+		bpf_map__set_max_entries(s->skel->maps.native_rows,
+					 opts->native_rows);
+		bpf_map__set_max_entries(s->skel->maps.native_procs,
+					 opts->native_procs);
+	}
 	ring_size(s);
 	ret = pysight_bpf__load(s->skel);
 	if (ret) {
@@ -320,6 +331,23 @@ int sampler__open(const struct sampler_opts *opts, sampler_event_fn fn,
 				 strerror(-ret));
 			goto fail;
 		}
+	}
+	if (s->skel->rodata->native) {
+		/* an array map's values are 8-byte aligned: the rows are 16
+		 * bytes, so the mapped pool is an array of them */
+		s->native_len = (size_t)opts->native_rows * sizeof(struct unwind_row);
+		s->native_rows = mmap(NULL, s->native_len, PROT_READ | PROT_WRITE,
+				      MAP_SHARED,
+				      bpf_map__fd(s->skel->maps.native_rows), 0);
+		if (s->native_rows == MAP_FAILED) {
+			ret = -errno;
+			s->native_rows = NULL;
+			snprintf(err, errlen,
+				 "failed to map the native unwind rows: %s",
+				 strerror(-ret));
+			goto fail;
+		}
+		s->native_n = opts->native_rows;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s,
 				 NULL);
@@ -746,6 +774,32 @@ int sampler__set_not_python(struct sampler *s, const struct py_binary_key *key)
 				    &one, sizeof(one), BPF_ANY);
 }
 
+struct unwind_row *sampler__native_rows(struct sampler *s, uint32_t *n)
+{
+	*n = s ? s->native_n : 0;
+	return s ? s->native_rows : NULL;
+}
+
+int sampler__set_native(struct sampler *s, pid_t pid,
+			const struct native_maps *m)
+{
+	__u32 key = pid;
+
+	if (!s || !s->native_rows)
+		return -ENODEV;
+	return bpf_map__update_elem(s->skel->maps.native_procs, &key,
+				    sizeof(key), m, sizeof(*m), BPF_ANY);
+}
+
+void sampler__delete_native(struct sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+
+	if (s && s->native_rows)
+		bpf_map__delete_elem(s->skel->maps.native_procs, &key,
+				     sizeof(key), 0);
+}
+
 void sampler__delete_proc(struct sampler *s, pid_t pid)
 {
 	__u32 key = pid;
@@ -1006,6 +1060,8 @@ void sampler__destroy(struct sampler *s)
 	free(s->cpus);
 	ring_buffer__free(s->rb);
 	ring_buffer__free(s->sweep_rb);
+	if (s->native_rows)
+		munmap(s->native_rows, s->native_len);
 	pysight_bpf__destroy(s->skel);
 	free(s);
 }

@@ -20,6 +20,10 @@ struct sampler_opts {
 	bool kernel_stacks;	/* kernel stacks of off-CPU intervals */
 	bool sweep;		/* off-CPU time by the sampled sweep: no
 				 * program on sched_switch or sys_exit */
+	/* --native: the rows the unwind-row pool holds, and the processes
+	 * whose mappings BPF keeps; 0: no native stacks */
+	unsigned int native_rows;
+	unsigned int native_procs;
 	/* keep only tasks in these cgroup v2 trees */
 	const struct cgroup_filter *cgroups;
 	int ncgroups;
@@ -58,6 +62,14 @@ void sampler__forget_stacks(struct sampler *s, const __u64 *hashes, size_t n);
 int sampler__add_target(struct sampler *s, pid_t pid);
 
 void sampler__counters(struct sampler *s, uint64_t out[CNT__MAX]);
+
+/* --native: the row pool BPF searches, mapped here (its native_rows
+ * rows), NULL without --native. */
+struct unwind_row *sampler__native_rows(struct sampler *s, uint32_t *n);
+/* A process's mappings for BPF's native walk, or none. */
+int sampler__set_native(struct sampler *s, pid_t pid,
+			const struct native_maps *m);
+void sampler__delete_native(struct sampler *s, pid_t pid);
 
 /*
  * Run the task iterator over the threads of Python processes (of tgid,

@@ -381,11 +381,16 @@ const struct native_map *native_proc__find(const struct native_proc *p,
 	return NULL;
 }
 
+const char *native__function(const struct native_map *m, uint64_t addr)
+{
+	return nsyms__name(m->bin->syms, addr - m->start + m->vaddr, NULL);
+}
+
 void native__frame_name(const struct native_map *m, uint64_t addr,
 			char *buf, size_t len)
 {
 	uint64_t vaddr = addr - m->start + m->vaddr;
-	const char *fn = nsyms__name(m->bin->syms, vaddr, NULL);
+	const char *fn = native__function(m, addr);
 
 	if (fn)
 		snprintf(buf, len, "%s [%s]", fn, m->bin->name);

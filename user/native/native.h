@@ -80,6 +80,9 @@ unsigned int native_proc__bpf_maps(const struct native_proc *p,
 const struct native_map *native_proc__find(const struct native_proc *p,
 					   uint64_t addr);
 
+/* The function that holds addr (escaped), NULL when none does. */
+const char *native__function(const struct native_map *m, uint64_t addr);
+
 /* addr as a frame: "function [library]", or "[library]+0x1a2b" (the
  * offset in the binary) when no function covers it. */
 void native__frame_name(const struct native_map *m, uint64_t addr,

@@ -37,6 +37,7 @@ enum pframe_kind {
 	PFRAME_PSEUDO,		/* [truncated], [unknown], [partial stack] */
 	PFRAME_KERNEL,		/* a kernel function */
 	PFRAME_OTHER,		/* a frame read from a file, of unknown kind */
+	PFRAME_NATIVE,		/* --native: "function [library]" */
 };
 
 /* A kernel frame's name when its symbol is unknown, and its file in every

@@ -51,6 +51,12 @@ static void derive(struct py_offsets *o)
 	if (field_end(o->frame_owner, 1) > n)
 		n = field_end(o->frame_owner, 1);
 	o->frame_read_len = n < PYSIGHT_FRAME_WINDOW ? n : PYSIGHT_FRAME_WINDOW;
+	/* 3.11's _PyInterpreterFrame ends "bool is_entry; char owner;":
+	 * the one release whose eval loop marks its first frame so */
+	o->frame_is_entry = PY_OFF_NONE;
+	if (((o->version_hex >> 16) & 0xff) == 11 &&
+	    o->frame_owner != PY_OFF_NONE && o->frame_owner > 0)
+		o->frame_is_entry = o->frame_owner - 1;
 }
 
 int offsets__from_table(int major, int minor, struct py_offsets *out)
