@@ -71,7 +71,7 @@ struct cproc {
 	struct ctasks *tasks;	/* --asyncio, once the process is 3.14+ */
 	struct native_proc *native;	/* --native: its mappings, read at
 					 * native_ns (0: never) */
-	uint64_t native_ns;
+	uint64_t native_ns, native_wait;
 	UT_hash_handle hh;
 };
 
@@ -789,16 +789,6 @@ static bool entry_mark(const struct py_frame *f)
 	return f->lasti == PY_LASTI_ENTRY;
 }
 
-/* Is fn the eval loop, whose native frames the Python frames it ran
- * stand in for?  (gcc may split its cold paths into fn.cold.) */
-static bool eval_loop(const char *fn)
-{
-	static const char eval[] = "_PyEval_EvalFrameDefault";
-	size_t n = sizeof(eval) - 1;
-
-	return fn && !strncmp(fn, eval, n) && (!fn[n] || fn[n] == '.');
-}
-
 static const struct pframe *native_frame(struct collector *c,
 					 const struct native_map *m,
 					 uint64_t pc)
@@ -859,7 +849,7 @@ static int merge_native(struct collector *c, const struct cproc *cp,
 {
 	const struct native_binary *interp = NULL;
 	const struct native_map *maps[PYSIGHT_NATIVE_FRAMES];
-	const char *fns[PYSIGHT_NATIVE_FRAMES];
+	bool eval[PYSIGHT_NATIVE_FRAMES];
 	bool all = c->o.native_all, evals = false;
 	int n = 0, at = 0, k;
 
@@ -869,14 +859,14 @@ static int merge_native(struct collector *c, const struct cproc *cp,
 		__u64 pc = natives[k].code - (k ? 1 : 0);
 
 		maps[k] = cp->native ? native_proc__find(cp->native, pc) : NULL;
-		fns[k] = maps[k] ? native__function(maps[k], pc) : NULL;
-		if (!interp && eval_loop(fns[k]))
+		eval[k] = maps[k] && native__in_eval(maps[k], pc);
+		if (!interp && eval[k])
 			interp = maps[k]->bin;
 	}
 	for (k = 0; k < nnative; k++) {
 		__u64 pc = natives[k].code - (k ? 1 : 0);
 
-		if (eval_loop(fns[k])) {
+		if (eval[k]) {
 			n = eval_frames(c, pp, frames, nframes, &at, out, n);
 			evals = true;
 			if (all)
@@ -1745,12 +1735,14 @@ static int tasks_sweep(struct collector *c)
 	return ret;
 }
 
-#define NATIVE_REREAD_NS	(1000 * 1000000ULL)
+#define NATIVE_WAIT_FIRST	(20 * 1000000ULL)
+#define NATIVE_WAIT_MAX		(1000 * 1000000ULL)
 
 /*
  * --native: the process's mappings, read for BPF's walk at its first
- * sample, and again, at most each NATIVE_REREAD_NS, when a walk met
- * code in none of them (a library loaded since, or code of no file).
+ * sample, and again when a walk met code in none of them (a library
+ * loaded since, or code of no file): 20 ms after the last reading, then
+ * twice as long each time, up to a second.
  */
 static void native_track(struct collector *c, struct cproc *cp,
 			 const struct sample_event *ev)
@@ -1765,8 +1757,11 @@ static void native_track(struct collector *c, struct cproc *cp,
 	if (cp->native_ns && ev->native_stop != NATIVE_NO_MAPPING)
 		return;
 	now = clock__now_ns();
-	if (cp->native_ns && now - cp->native_ns < NATIVE_REREAD_NS)
+	if (cp->native_ns && now - cp->native_ns < cp->native_wait)
 		return;
+	cp->native_wait = !cp->native_ns ? NATIVE_WAIT_FIRST :
+			  cp->native_wait * 2 < NATIVE_WAIT_MAX ?
+				  cp->native_wait * 2 : NATIVE_WAIT_MAX;
 	cp->native_ns = now;
 	c->native_reads++;
 	err = native_store__read_proc(c->natives, cp->pid, &np);

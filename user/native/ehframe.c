@@ -701,6 +701,10 @@ int ehframe__parse(const void *data, size_t len, uint64_t sec_addr,
 			t->truncated = true;
 			break;
 		}
+		if (range > t->largest_len) {
+			t->largest_pc = (uint32_t)pc;
+			t->largest_len = (uint32_t)range;
+		}
 	}
 	free_cies(&cies);
 	if (em.failed) {

@@ -33,6 +33,9 @@ struct ehframe_table {
 	 * the return address elsewhere than CFA - 8) */
 	unsigned int fdes, fdes_refused, rules_dropped;
 	bool truncated;		/* EHFRAME_MAX_ROWS reached: FDEs left out */
+	/* the largest FDE read, [largest_pc, + largest_len): in CPython,
+	 * the eval loop, whatever its symbols say */
+	uint32_t largest_pc, largest_len;
 };
 
 /*

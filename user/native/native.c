@@ -18,6 +18,8 @@
 #include "utf8.h"
 
 /* a debug file larger than this is not read: libxul's is 1.5 GiB */
+/* CPython's eval loop: the binary that defines it is the interpreter */
+#define EVAL_LOOP	"_PyEval_EvalFrameDefault"
 #define DEBUG_FILE_MAX	(4LL << 30)
 /* a process mapping more executable files than this is cut there */
 #define MAPS_MAX	4096
@@ -195,6 +197,11 @@ static void read_binary(struct native_binary *b, struct elf_file *ef,
 		b->syms = NULL;
 	if (!elffile__has_symtab(ef))
 		read_debug_names(b, ef, pid, path);
+	if (!nsyms__find(b->syms, EVAL_LOOP, &b->eval_lo, &b->eval_hi)) {
+		b->interp = true;
+		b->loop_lo = b->rows.largest_pc;
+		b->loop_hi = (uint64_t)b->rows.largest_pc + b->rows.largest_len;
+	}
 }
 
 /* The binary of the file ef (stat st) maps, read when new. */
@@ -379,6 +386,22 @@ const struct native_map *native_proc__find(const struct native_proc *p,
 			return &p->maps[mid];
 	}
 	return NULL;
+}
+
+bool native__in_eval(const struct native_map *m, uint64_t addr)
+{
+	uint64_t vaddr = addr - m->start + m->vaddr;
+	const char *fn;
+	size_t n = sizeof(EVAL_LOOP) - 1;
+
+	if (!m->bin->interp)
+		return false;
+	if ((vaddr >= m->bin->eval_lo && vaddr < m->bin->eval_hi) ||
+	    (vaddr >= m->bin->loop_lo && vaddr < m->bin->loop_hi))
+		return true;
+	/* gcc may split its cold paths into a function of their own */
+	fn = native__function(m, addr);
+	return fn && !strncmp(fn, EVAL_LOOP, n) && fn[n] == '.';
 }
 
 const char *native__function(const struct native_map *m, uint64_t addr)

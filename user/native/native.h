@@ -33,6 +33,12 @@ struct native_binary {
 	unsigned int refs;		/* mappings that use it */
 	bool placed;			/* rows in the pool, from row_first */
 	__u32 row_first;
+	/* CPython's interpreter (it defines the eval loop): the loop's
+	 * function by its symbol, and the largest function by .eh_frame,
+	 * which is the loop's body where the symbol is a stub (3.14 built
+	 * by Debian); virtual addresses, [lo, hi) */
+	bool interp;
+	uint64_t eval_lo, eval_hi, loop_lo, loop_hi;
 };
 
 /* An executable mapping: [start, end) holds the binary's code from
@@ -79,6 +85,10 @@ unsigned int native_proc__bpf_maps(const struct native_proc *p,
 /* The mapping that holds addr, NULL when none does. */
 const struct native_map *native_proc__find(const struct native_proc *p,
 					   uint64_t addr);
+
+/* Is addr in CPython's eval loop (_PyEval_EvalFrameDefault)?  Each of
+ * its frames runs Python frames, which --native shows in its place. */
+bool native__in_eval(const struct native_map *m, uint64_t addr);
 
 /* The function that holds addr (escaped), NULL when none does. */
 const char *native__function(const struct native_map *m, uint64_t addr);

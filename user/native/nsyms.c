@@ -167,6 +167,21 @@ const char *nsyms__name(const struct nsyms *s, uint64_t vaddr,
 	return NULL;
 }
 
+int nsyms__find(const struct nsyms *s, const char *name, uint64_t *start,
+		uint64_t *end)
+{
+	size_t i;
+
+	for (i = 0; s && i < s->n; i++) {
+		if (!strcmp(s->v[i].name, name)) {
+			*start = s->v[i].start;
+			*end = s->v[i].end;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 size_t nsyms__count(const struct nsyms *s)
 {
 	return s ? s->n : 0;

@@ -23,6 +23,11 @@ int nsyms__load(struct elf_file *ef, struct nsyms **out);
 const char *nsyms__name(const struct nsyms *s, uint64_t vaddr,
 			uint64_t *start);
 
+/* The function of that name (as escaped and demangled): its [start,
+ * end) in *start and *end, 0; -ENOENT when there is none. */
+int nsyms__find(const struct nsyms *s, const char *name, uint64_t *start,
+		uint64_t *end);
+
 /* How many functions, and the bytes they take. */
 size_t nsyms__count(const struct nsyms *s);
 size_t nsyms__bytes(const struct nsyms *s);
