@@ -34,7 +34,8 @@ struct {
 struct native_walk {
 	const struct native_maps *maps;
 	struct py_frame *out;	/* the sample's frames */
-	__u64 pc, sp, bp, hash;
+	struct pysight_unwind u;
+	__u64 hash;
 	__u32 at;		/* where the next goes in out */
 	__u32 n;
 	__u32 stop;		/* enum native_stop */
@@ -100,62 +101,38 @@ static long native_step(__u32 i, void *ctx)
 	struct native_walk *w = ctx;
 	const struct native_mapping *x;
 	const struct unwind_row *r;
-	__u64 look, cfa, ra = 0, bp = 0;
+	__u64 look, cfa = 0, ra = 0, bp = 0;
 	struct py_frame *f;
+	__u32 stop;
 
 	if (w->n >= PYSIGHT_NATIVE_FRAMES ||
 	    w->at >= PYSIGHT_MAX_FRAMES + PYSIGHT_NATIVE_FRAMES)
 		return native_end(w, NATIVE_DEEP);
 	f = &w->out[w->at];
-	f->code = w->pc;
+	f->code = w->u.pc;
 	f->lasti = PY_LASTI_NATIVE;
 	f->check = 0;
-	w->hash = mix64(w->hash ^ w->pc);
+	w->hash = mix64(w->hash ^ w->u.pc);
 	w->at++;
 	w->n++;
 	/* a caller's pc is a return address, the byte after its call,
 	 * which may be the next function's first */
-	look = i ? w->pc - 1 : w->pc;
+	look = i ? w->u.pc - 1 : w->u.pc;
 	x = native_mapping(w->maps, look);
 	if (!x)
 		return native_end(w, NATIVE_NO_MAPPING);
 	r = native_row(x, look - x->start + x->vaddr);
 	if (!r)
 		return native_end(w, NATIVE_NO_ROW);
-	switch (r->cfa) {
-	case UNW_CFA_RSP:
-		cfa = w->sp + r->cfa_off;
-		break;
-	case UNW_CFA_RBP:
-		if (!w->bp)
-			return native_end(w, NATIVE_NO_ROW);
-		cfa = w->bp + r->cfa_off;
-		break;
-	case UNW_CFA_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
-		break;
-	case UNW_CFA_END:
-		return native_end(w, NATIVE_END);
-	default:
-		return native_end(w, NATIVE_NO_ROW);
-	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+	stop = pysight_unwind_cfa(r, &w->u, &cfa);
+	if (stop)
+		return native_end(w, stop);
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
+	    (r->rbp == UNW_RBP_CFA &&
+	     bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + r->rbp_off))))
 		return native_end(w, NATIVE_READ);
-	if (r->rbp == UNW_RBP_CFA) {
-		if (bpf_probe_read_user(&bp, sizeof(bp),
-					(void *)(cfa + r->rbp_off)))
-			return native_end(w, NATIVE_READ);
-		w->bp = bp;
-	} else if (r->rbp == UNW_RBP_LOST) {
-		w->bp = 0;
-	}
-	if (!ra)	/* a thread's first frame: its caller is 0 */
-		return native_end(w, NATIVE_END);
-	if (cfa <= w->sp)	/* the stack grows down: never back */
-		return native_end(w, NATIVE_READ);
-	w->sp = cfa;
-	w->pc = ra;
-	return 0;
+	stop = pysight_unwind_next(r, &w->u, cfa, ra, bp);
+	return stop ? native_end(w, stop) : 0;
 }
 
 /*
@@ -179,16 +156,16 @@ static __always_inline void native_stack(struct sample_buf *b,
 	/* the context is read in whole words (a narrower load of cs is
 	 * refused): user mode is CPL 3 */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
-		w.pc = ctx->regs.ip;
-		w.sp = ctx->regs.sp;
-		w.bp = ctx->regs.bp;
+		w.u.pc = ctx->regs.ip;
+		w.u.sp = ctx->regs.sp;
+		w.u.bp = ctx->regs.bp;
 	} else {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return;
-		w.pc = BPF_CORE_READ(regs, ip);
-		w.sp = BPF_CORE_READ(regs, sp);
-		w.bp = BPF_CORE_READ(regs, bp);
+		w.u.pc = BPF_CORE_READ(regs, ip);
+		w.u.sp = BPF_CORE_READ(regs, sp);
+		w.u.bp = BPF_CORE_READ(regs, bp);
 	}
 	w.out = b->frames;
 	w.at = b->ev.nframes;

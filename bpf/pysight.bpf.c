@@ -13,6 +13,7 @@
 #include "pysight.h"
 
 #define PF_EXITING	0x00000004	/* include/linux/sched.h */
+#define PF_KTHREAD	0x00200000
 
 /* the parts, each using only those before it */
 #include "maps.bpf.h"

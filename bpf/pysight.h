@@ -387,6 +387,9 @@ struct thread_record {
 	/* the sweep: the last pass that found the thread as its previous
 	 * record left it (ktime ns), 0: none since that record */
 	__u64 same_until;
+	/* the sweep with --native, off the CPU: the user registers it left
+	 * user mode with, its native stack's start (0: none) */
+	__u64 user_ip, user_sp, user_bp;
 };
 
 enum iter_mode {
@@ -600,5 +603,57 @@ struct native_maps {
 	__u32 n, pad;
 	struct native_mapping m[NATIVE_MAPS_MAX];
 };
+
+/*
+ * One step of a native walk, for BPF's walk and user space's alike: the
+ * registers of a frame, and how to reach its caller's by the row that
+ * holds its pc.  pysight_unwind_cfa gives the CFA, or why there is none;
+ * the caller reads the return address at CFA - 8 and, when the row says
+ * rbp was saved (UNW_RBP_CFA), rbp at CFA + rbp_off; pysight_unwind_next
+ * then moves to the caller: 0, or why the walk ends (enum native_stop).
+ */
+struct pysight_unwind {
+	__u64 pc, sp, bp;
+};
+
+static inline __u32 pysight_unwind_cfa(const struct unwind_row *r,
+				       const struct pysight_unwind *u,
+				       __u64 *cfa)
+{
+	switch (r->cfa) {
+	case UNW_CFA_RSP:
+		*cfa = u->sp + r->cfa_off;
+		return 0;
+	case UNW_CFA_RBP:
+		if (!u->bp)
+			return NATIVE_NO_ROW;
+		*cfa = u->bp + r->cfa_off;
+		return 0;
+	case UNW_CFA_PLT:
+		*cfa = u->sp + 8 + ((u->pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
+		return 0;
+	case UNW_CFA_END:
+		return NATIVE_END;
+	default:
+		return NATIVE_NO_ROW;
+	}
+}
+
+static inline __u32 pysight_unwind_next(const struct unwind_row *r,
+					struct pysight_unwind *u, __u64 cfa,
+					__u64 ra, __u64 saved_bp)
+{
+	if (r->rbp == UNW_RBP_CFA)
+		u->bp = saved_bp;
+	else if (r->rbp == UNW_RBP_LOST)
+		u->bp = 0;
+	if (!ra)	/* a thread's first frame: its caller is 0 */
+		return NATIVE_END;
+	if (cfa <= u->sp)	/* the stack grows down: never back */
+		return NATIVE_READ;
+	u->sp = cfa;
+	u->pc = ra;
+	return 0;
+}
 
 #endif /* __PYSIGHT_H */

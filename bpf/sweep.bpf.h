@@ -199,6 +199,20 @@ static __always_inline void thread_fill(struct thread_record *r,
 	sweep_counts(task, r, now);
 }
 
+/* --native: where an off-CPU thread's native stack starts, for user
+ * space to walk: the user registers saved as it entered the kernel. */
+static __always_inline void sweep_user_regs(struct task_struct *task,
+					    struct thread_record *r)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (!regs || (task->flags & PF_KTHREAD))
+		return;
+	r->user_ip = BPF_CORE_READ(regs, ip);
+	r->user_sp = BPF_CORE_READ(regs, sp);
+	r->user_bp = BPF_CORE_READ(regs, bp);
+}
+
 static __always_inline bool kstack_same(const struct kstack_buf *a,
 					const struct kstack_buf *b)
 {
@@ -294,6 +308,8 @@ static __always_inline int sweep_thread(struct task_struct *task,
 		r->off_since = sweep_off_since(task);
 		if (kernel_stacks)
 			r->kstack = sweep_kstack(task, s, now.switches);
+		if (native)
+			sweep_user_regs(task, r);
 	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	if (s) {

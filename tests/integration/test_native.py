@@ -95,18 +95,53 @@ def sandwich_order(frames, lines):
     return k >= 0 and ends_in_burn(frames[k:], "py_callback", lines["callback"])
 
 
+def on_cpu(prof):
+    """The stacks with no off-CPU cause in them."""
+    return prof.select(lambda fr: not any(f.name.startswith(("[off-cpu:", "[runqueue]"))
+                                          for f in fr))
+
+
+def check_waiter(prof, lines):
+    """waiter;burn_io [libburn.so];read [libc…];[off-cpu: io];…_[k]"""
+    waiter = of_thread(prof, "waiter").select(
+        lambda fr: any(f.name == "[off-cpu: io]" for f in fr))
+
+    def shape(fr):
+        n = names(fr)
+        i = index_of(n, lambda x: x == "[off-cpu: io]")
+        py = [j for j, f in enumerate(fr[:i]) if f.file]
+        b = index_of(n, lambda x: x == "burn_io [libburn.so]")
+        # glibc 2.41 reads through its cancellation helpers, unnamed in
+        # a libc without its debug symbols
+        return (b >= 1 and py and fr[py[-1]].name == "waiter"
+                and fr[py[-1]].line == lines["waiter"] and py[-1] < b
+                and n[b + 1].startswith("read [libc")
+                and all(x.startswith(("read [libc", "[libc")) for x in n[b + 1:i])
+                and len(n) > i + 1 and all(x.endswith("_[k]") for x in n[i + 1:]))
+    good = waiter.select(shape)
+    print("waiter: %.0f%% of %d ms off-CPU io in burn_io;read;…_[k]" % (
+        100.0 * good.total / max(waiter.total, 1), waiter.total // 1000))
+    assert waiter.total >= 1e6, "waiter blocked under a second:\n%s" % prof.top()
+    assert good.total >= 0.95 * waiter.total, \
+        "waiter's off-CPU time is not waiter;burn_io;read;[off-cpu: io];…_[k]:\n%s" % (
+            waiter.top())
+
+
 def check_burn(prof, lines, run):
+    prof = on_cpu(prof)
     worker = of_thread(prof, "worker")
     good = worker.select(lambda fr: ends_in_burn(fr, "worker", lines["worker"]))
-    print("worker: %d of %d samples end in burn_outer;burn_inner" % (good.total, worker.total))
-    assert worker.total >= 100, "too few worker samples:\n%s\n%s" % (prof.top(), run.stderr)
+    print("worker: %d of %d end in burn_outer;burn_inner" % (good.total, worker.total))
+    assert len(worker.stacks) and worker.total >= (1e6 if wall(run) else 100), \
+        "too little of worker:\n%s\n%s" % (prof.top(), run.stderr)
     assert good.total >= 0.95 * worker.total, \
         "%d of %d worker samples end worker;…;burn_outer;burn_inner:\n%s" % (
             good.total, worker.total, worker.top())
     sandwich = of_thread(prof, "sandwich")
     ordered = sandwich.select(lambda fr: sandwich_order(fr, lines))
-    print("sandwich: %d of %d samples in order" % (ordered.total, sandwich.total))
-    assert sandwich.total >= 100, "too few sandwich samples:\n%s" % prof.top()
+    print("sandwich: %d of %d in order" % (ordered.total, sandwich.total))
+    assert sandwich.total >= (1e6 if wall(run) else 100), \
+        "too little of sandwich:\n%s" % prof.top()
     assert ordered.total >= 0.9 * sandwich.total, \
         "%d of %d sandwich samples read sandwich;burn_cb;py_callback;burn_outer;" \
         "burn_inner:\n%s" % (ordered.total, sandwich.total, sandwich.top())
@@ -115,14 +150,23 @@ def check_burn(prof, lines, run):
     assert not inner, "interpreter frames without --native-all: %s" % inner
 
 
+def wall(run):
+    """A wall-mode profile: its folded file counts microseconds."""
+    return "wall" in run.argv
+
+
 def test_native_stacks(ninterp, procs, staging, workdir):
-    """worker, sandwich: the Python line, the native glue and the C
-    library's frames in one stack, through code without frame pointers."""
+    """In wall mode, with kernel stacks: worker's and sandwich's CPU
+    time, the Python line, the native glue and the C library's frames in
+    one stack, through code without frame pointers; waiter's blocked
+    time, its native frames down to libc's read and the kernel's."""
     if ninterp is None:
         pytest.skip("no interpreter")
     lib = libburn(staging, ninterp)
-    prof, lines, run = run_app(procs, staging, ninterp, lib, workdir, "--native")
+    prof, lines, run = run_app(procs, staging, ninterp, lib, workdir, "--native",
+                               "--mode", "wall", "--kernel-stacks")
     check_burn(prof, lines, run)
+    check_waiter(prof, lines)
 
 
 def test_native_frame_pointers(procs, staging, workdir):

@@ -1744,21 +1744,12 @@ static int tasks_sweep(struct collector *c)
  * loaded since, or code of no file): 20 ms after the last reading, then
  * twice as long each time, up to a second.
  */
-static void native_track(struct collector *c, struct cproc *cp,
-			 const struct sample_event *ev)
+static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
 {
 	static struct native_maps m;	/* 8 KiB: one thread polls */
 	struct native_proc *np;
-	uint64_t now;
 	int err;
 
-	if (ev->native_stop < NATIVE__MAX)
-		c->native_stops[ev->native_stop]++;
-	if (cp->native_ns && ev->native_stop != NATIVE_NO_MAPPING)
-		return;
-	now = clock__now_ns();
-	if (cp->native_ns && now - cp->native_ns < cp->native_wait)
-		return;
 	cp->native_wait = !cp->native_ns ? NATIVE_WAIT_FIRST :
 			  cp->native_wait * 2 < NATIVE_WAIT_MAX ?
 				  cp->native_wait * 2 : NATIVE_WAIT_MAX;
@@ -1778,6 +1769,19 @@ static void native_track(struct collector *c, struct cproc *cp,
 	if (cp->native)
 		native_store__put_proc(c->natives, cp->native);
 	cp->native = np;
+}
+
+static void native_track(struct collector *c, struct cproc *cp, __u32 stop)
+{
+	uint64_t now;
+
+	if (stop < NATIVE__MAX)
+		c->native_stops[stop]++;
+	if (cp->native_ns && stop != NATIVE_NO_MAPPING)
+		return;
+	now = clock__now_ns();
+	if (!cp->native_ns || now - cp->native_ns >= cp->native_wait)
+		native_read(c, cp, now);
 }
 
 static int handle_sample(struct collector *c, const void *data, size_t size)
@@ -1819,7 +1823,7 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	if (!cp)
 		return -ENOMEM;
 	if (c->natives && ev->hdr.kind == EV_SAMPLE)
-		native_track(c, cp, ev);
+		native_track(c, cp, ev->native_stop);
 	if (ev->has_frames) {
 		err = add_stack(c, cp, pp, ev, (const struct py_frame *)(ev + 1));
 		if (err == -EAGAIN)
@@ -2165,6 +2169,27 @@ static bool ran_since(const struct thread_record *r)
 	       now != r->arrivals;
 }
 
+/* --native: an off-CPU thread's native stack, walked here from the
+ * registers the sweep's pass read (the Python stack was read after it,
+ * and the thread has not run since).  How many frames. */
+static int sweep_native(struct collector *c, struct cproc *cp,
+			const struct thread_record *r, struct py_frame *out)
+{
+	struct pysight_unwind u = { r->user_ip, r->user_sp, r->user_bp };
+	__u32 stop = NATIVE_NONE;
+	int n = 0;
+
+	if (!c->natives || !r->user_sp)
+		return 0;
+	if (!cp->native_ns)
+		native_read(c, cp, clock__now_ns());
+	if (cp->native)
+		n = native_proc__unwind(cp->native, &u, out,
+					PYSIGHT_NATIVE_FRAMES, &stop);
+	native_track(c, cp, stop);
+	return n;
+}
+
 static const struct pstack *sweep_stack(struct collector *c,
 					struct cproc *cp,
 					const struct pyproc *pp,
@@ -2172,7 +2197,9 @@ static const struct pstack *sweep_stack(struct collector *c,
 					struct sweep_thread *t)
 {
 	struct stackread_plan **plan = (struct stackread_plan **)sweep__data(t);
+	struct py_frame natives[PYSIGHT_NATIVE_FRAMES];
 	uint64_t t0 = clock__now_ns();
+	int nn;
 	__u64 key = record_key(pp, r), task;
 	const struct pstack *stack;
 	unsigned int depth;
@@ -2188,8 +2215,9 @@ static const struct pstack *sweep_stack(struct collector *c,
 	c->sweep_read_ns += clock__now_ns() - t0;
 	if (stale || !read_has_stack(c->sweep_sr))
 		return NULL;
-	stack = name_frames(c, NULL, pp, c->sweep_sr->status,
-			    c->sweep_sr->frames, c->sweep_sr->n, NULL, 0);
+	nn = sweep_native(c, cp, r, natives);
+	stack = name_frames(c, cp, pp, c->sweep_sr->status,
+			    c->sweep_sr->frames, c->sweep_sr->n, natives, nn);
 	depth = stack && c->o.asyncio ?
 		read_task_depth(c, cp, pp, c->sweep_sr, &task) : 0;
 	return depth ? task_stack(c, cp, pp, stack, task, depth, 0, 0) : stack;
@@ -2344,9 +2372,10 @@ static int sweep_start(struct collector *c)
 	unsigned int hz = c->o.rate_hz < 1000 ? c->o.rate_hz : 1000;
 
 	c->sweep = sweep__new(clock__now_ns(), free_plan);
-	c->sweep_sr = malloc(sizeof(*c->sweep_sr));
+	c->sweep_sr = calloc(1, sizeof(*c->sweep_sr));
 	if (!c->sweep || !c->sweep_sr)
 		return -ENOMEM;
+	c->sweep_sr->marks = c->natives != NULL;
 	sweep__set_reread(c->sweep, c->o.sweep_reread_ns);
 	c->tick_ns = 1000000000ULL / (hz ? hz : 1);
 	c->seed = (unsigned int)clock__now_ns();

@@ -14,6 +14,7 @@
 #include "native.h"
 #include "nsyms.h"
 #include "procmaps.h"
+#include "remote.h"
 #include "rowpool.h"
 #include "utf8.h"
 
@@ -386,6 +387,48 @@ const struct native_map *native_proc__find(const struct native_proc *p,
 			return &p->maps[mid];
 	}
 	return NULL;
+}
+
+int native_proc__unwind(const struct native_proc *p,
+			const struct pysight_unwind *start,
+			struct py_frame *out, int max, __u32 *stop)
+{
+	struct pysight_unwind u = *start;
+	const struct native_map *m;
+	const struct unwind_row *r;
+	uint64_t look, ra, bp = 0;
+	__u64 cfa = 0;
+	int n = 0;
+
+	*stop = NATIVE_DEEP;
+	while (n < max) {
+		out[n].code = u.pc;
+		out[n].lasti = PY_LASTI_NATIVE;
+		out[n].check = 0;
+		/* a caller's pc is a return address, the byte after its
+		 * call, which may be the next function's first */
+		look = n++ ? u.pc - 1 : u.pc;
+		m = native_proc__find(p, look);
+		if (!m) {
+			*stop = NATIVE_NO_MAPPING;
+			break;
+		}
+		r = ehframe__find(&m->bin->rows, look - m->start + m->vaddr);
+		*stop = r ? pysight_unwind_cfa(r, &u, &cfa) : NATIVE_NO_ROW;
+		if (*stop)
+			break;
+		if (remote__read64(p->pid, cfa - 8, &ra) ||
+		    (r->rbp == UNW_RBP_CFA &&
+		     remote__read64(p->pid, cfa + r->rbp_off, &bp))) {
+			*stop = NATIVE_READ;
+			break;
+		}
+		*stop = pysight_unwind_next(r, &u, cfa, ra, bp);
+		if (*stop)
+			break;
+		*stop = NATIVE_DEEP;
+	}
+	return n;
 }
 
 bool native__in_eval(const struct native_map *m, uint64_t addr)

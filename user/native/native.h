@@ -86,6 +86,16 @@ unsigned int native_proc__bpf_maps(const struct native_proc *p,
 const struct native_map *native_proc__find(const struct native_proc *p,
 					   uint64_t addr);
 
+/*
+ * p's native stack from the registers start, walked in user space as BPF
+ * walks it (for threads off the CPU, whose registers the sweep read):
+ * the pcs into out (PY_LASTI_NATIVE entries, leaf first), at most max:
+ * how many, and why the walk ended in *stop (enum native_stop).
+ */
+int native_proc__unwind(const struct native_proc *p,
+			const struct pysight_unwind *start,
+			struct py_frame *out, int max, __u32 *stop);
+
 /* Is addr in CPython's eval loop (_PyEval_EvalFrameDefault)?  Each of
  * its frames runs Python frames, which --native shows in its place. */
 bool native__in_eval(const struct native_map *m, uint64_t addr);

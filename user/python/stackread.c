@@ -106,6 +106,22 @@ static __s32 lasti_of(const struct py_offsets *off, __u64 code, __u64 instr)
 	return (__s32)instr;
 }
 
+/* --native: a call of the eval loop began below the frames so far
+ * (none: no mark), as walk.bpf.h's entry_mark(). */
+static int entry_mark(struct stackread *out, __u64 at)
+{
+	if (!out->marks || !out->n)
+		return 1;
+	if (out->n == PYSIGHT_MAX_FRAMES)
+		return -ST_TRUNCATED;
+	out->frames[out->n].code = 0;
+	out->frames[out->n].lasti = PY_LASTI_ENTRY;
+	out->frames[out->n].check = 0;
+	out->addr[out->n] = at;
+	out->n++;
+	return 1;
+}
+
 /*
  * One frame: 1 to go on, 0 to stop, -status on an error.  As walk_frame()
  * in BPF, a frame whose caller was passed before ends the walk unkept, so
@@ -135,7 +151,7 @@ static int read_frame(const struct remote_mem *mem, const struct py_proc *proc,
 	/* shim frames (C stack 3.12+, interpreter entry 3.14+) have no code */
 	if (off->owner_cstack && off->frame_owner < PYSIGHT_FRAME_WINDOW &&
 	    win[off->frame_owner] >= off->owner_cstack)
-		return 1;
+		return entry_mark(out, at);
 	err = symbols__code_check_mem(mem, proc, code, &check);
 	if (err && off->frame_model == PY_FRAMES_DIRECT)
 		return 1;	/* 3.13+: f_executable may be None */
@@ -148,6 +164,9 @@ static int read_frame(const struct remote_mem *mem, const struct py_proc *proc,
 	out->frames[out->n].check = check;
 	out->addr[out->n] = at;
 	out->n++;
+	if (off->frame_is_entry < PYSIGHT_FRAME_WINDOW &&
+	    win[off->frame_is_entry])
+		return entry_mark(out, at);
 	return 1;
 }
 

@@ -17,6 +17,9 @@ struct stackread {
 	__u64 leaf;			/* the frame it ran when read */
 	int status;			/* enum sample_status */
 	bool again;			/* read at once, as its plan said */
+	/* set by the caller (--native): mark where each call of the eval
+	 * loop began, as BPF's walk does (PY_LASTI_ENTRY) */
+	bool marks;
 	int n;
 	struct py_frame frames[PYSIGHT_MAX_FRAMES];	/* leaf first */
 	__u64 addr[PYSIGHT_MAX_FRAMES];		/* each frame's own address */
