@@ -213,6 +213,32 @@ static void as_sampled(struct record *r, struct profile_meta *m, double secs)
 			collector__unsampled_s(r->s.col), secs);
 }
 
+/* --native: how the native walks ended, and what their tables hold. */
+static void print_native(const struct collector_stats *st)
+{
+	static const char *const why[NATIVE__MAX] = {
+		[NATIVE_NONE] = "before the process's mappings were read",
+		[NATIVE_NO_MAPPING] = "in code of no file (JIT, or loaded since)",
+		[NATIVE_NO_ROW] = "where .eh_frame gives no rule",
+		[NATIVE_READ] = "at a stack address that did not read",
+		[NATIVE_DEEP] = "deeper than the frames kept",
+	};
+	uint64_t all = 0;
+	int i;
+
+	for (i = 0; i < NATIVE__MAX; i++)
+		all += st->native_stops[i];
+	pr_info("  native: %" PRIu64 " stacks walked, %.1f%% to their thread's "
+		"first frame; %zu binaries, %.1f MiB of unwind rows and names"
+		"%s", all, all ? 100.0 * st->native_stops[NATIVE_END] / all : 0.0,
+		st->native_binaries, st->native_bytes / 1048576.0,
+		st->native_unplaced ? " (some found no room: their frames end there)" : "");
+	for (i = 0; i < NATIVE__MAX; i++)
+		if (why[i] && st->native_stops[i])
+			pr_info("    %" PRIu64 " ended %s", st->native_stops[i],
+				why[i]);
+}
+
 static void summary(struct record *r, double secs)
 {
 	struct profile *p = collector__profile(r->s.col);
@@ -241,6 +267,8 @@ static void summary(struct record *r, double secs)
 		" (ring buffer full), %" PRIu64 " unknown frames",
 		total ? 100.0 * st.errors / total : 0.0, st.lost,
 		st.unknown_frames);
+	if (r->s.o.native)
+		print_native(&st);
 	if (st.least_keep < 1.0)
 		pr_info("  the ring buffer could not keep up: sampled "
 			"at as little as %.0f%% of the rate, for %.1f s (shares stay "

@@ -67,7 +67,9 @@ int stack_build__push(struct profile *p, struct stack_build *b,
 			return 0;
 		}
 		file = NULL;
-		if (name[0] == '[' && name[strlen(name) - 1] == ']')
+		if (profile__native_name(name))
+			kind = PFRAME_NATIVE;
+		else if (name[0] == '[' && name[strlen(name) - 1] == ']')
 			kind = PFRAME_PSEUDO;
 	} else if (!strcmp(file, PFRAME_KERNEL_FILE)) {
 		kind = PFRAME_KERNEL;

@@ -48,6 +48,7 @@ enum box_kind {
 	BOX_SITE,
 	BOX_OFFCPU,
 	BOX_KERNEL,
+	BOX_NATIVE,
 	BOX_PSEUDO,
 	BOX__MAX,
 };
@@ -60,6 +61,7 @@ static const struct {
 	[BOX_SITE] = { "site-packages", "#77c466" },
 	[BOX_OFFCPU] = { "off-CPU", "#6f9be8" },
 	[BOX_KERNEL] = { "kernel", "#44c8c8" },
+	[BOX_NATIVE] = { "native", "#b58ce0" },
 	[BOX_PSEUDO] = { "other", "#bbbbbb" },
 };
 
@@ -107,6 +109,8 @@ static int box_kind(const struct pframe *f, int role)
 		return BOX_PSEUDO;
 	if (f->kind == PFRAME_KERNEL)
 		return BOX_KERNEL;
+	if (f->kind == PFRAME_NATIVE)
+		return BOX_NATIVE;
 	if (f->kind == PFRAME_PSEUDO)
 		return profile__kind_of_frame(f->name) >= 0 ? BOX_OFFCPU :
 							      BOX_PSEUDO;
@@ -364,6 +368,8 @@ static unsigned int box_fill(const struct svg *s, const struct node *n)
 		return rgb(90 + 30 * v, 140 + 40 * v, 225 + 30 * v);
 	case BOX_KERNEL:
 		return rgb(40 + 40 * v, 185 + 30 * v, 185 + 30 * v);
+	case BOX_NATIVE:
+		return rgb(165 + 30 * v, 120 + 40 * v, 215 + 30 * v);
 	default:
 		return rgb(170 + 30 * v, 170 + 30 * v, 170 + 30 * v);
 	}

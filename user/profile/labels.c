@@ -203,6 +203,10 @@ static void parse_frame(char *s, struct parsed_frame *f)
 		f->kind = PFRAME_KERNEL;
 		return;
 	}
+	if (profile__native_name(s)) {
+		f->kind = PFRAME_NATIVE;
+		return;
+	}
 	if (len < 4 || s[len - 1] != ')')
 		return;
 	open = strstr(s, " (");

@@ -617,6 +617,22 @@ int pentry__cause_at(const struct pentry *e)
 	return (int)i;
 }
 
+bool profile__native_name(const char *text)
+{
+	size_t n = strlen(text);
+	const char *at;
+
+	if (!n)
+		return false;
+	if (text[0] == '[') {
+		at = strstr(text, "]+0x");
+		return at && at[4] && strspn(at + 4, "0123456789abcdef") ==
+					      strlen(at + 4);
+	}
+	at = strrchr(text, '[');
+	return text[n - 1] == ']' && at && at > text + 1 && at[-1] == ' ';
+}
+
 int profile__kind_of_frame(const char *text)
 {
 	int k;

@@ -210,6 +210,10 @@ bool profile__kind_is_task(int kind);
 /* The sample type of task time (nanoseconds) in pprof and OTLP: a task's
  * sample has it alone, 0 in every other type. */
 #define PROFILE_TASK_TYPE	"task_wall"
+/* Does a frame's text read as --native's, "function [library]" or
+ * "[library]+0x1a2b"?  How a profile read from a file tells them. */
+bool profile__native_name(const char *text);
+
 /* The kind a pseudo-frame's text names, or -1. */
 int profile__kind_of_frame(const char *text);
 const char *profile__mode_name(int mode);
