@@ -77,6 +77,9 @@ class Sample:
     timestamps_unix_nano: List[int] = field(default_factory=list)
     link: Optional[Tuple[str, str]] = None  # (trace id, span id) in hex
     addresses: List[int] = field(default_factory=list)  # per location, leaf first
+    # per location, leaf first: its mapping as (file name, memory start,
+    # attributes), None for the empty mapping 0
+    mappings: List[Optional[Tuple[str, int, Dict[str, Any]]]] = field(default_factory=list)
 
 
 @dataclass
@@ -166,12 +169,21 @@ class _Dictionary:
         vt = vt or {}
         return (self.string(vt.get("typeStrindex", 0)), self.string(vt.get("unitStrindex", 0)))
 
+    def mapping(self, i):
+        if not _int(i):
+            return None
+        m = self._at(self.mappings, _int(i), "mapping")
+        return (self.string(m.get("filenameStrindex", 0)), _int(m.get("memoryStart")),
+                self.attributes(m.get("attributeIndices")))
+
     def frames(self, stack_index):
-        frames, addresses = [], []
+        """The stack's frames, and per location its address and mapping."""
+        frames, addresses, mappings = [], [], []
         stack = self._at(self.stacks, _int(stack_index), "stack")
         for li in stack.get("locationIndices", []):
             loc = self._at(self.locations, _int(li), "location")
             addresses.append(_int(loc.get("address")))
+            mappings.append(self.mapping(loc.get("mappingIndex")))
             lines = loc.get("lines", [])
             if not lines:
                 mapping = self._at(self.mappings, _int(loc.get("mappingIndex")), "mapping")
@@ -181,7 +193,7 @@ class _Dictionary:
                 frames.append((self.string(fn.get("nameStrindex", 0)),
                                self.string(fn.get("filenameStrindex", 0)),
                                _int(line.get("line"))))
-        return frames, addresses
+        return frames, (addresses, mappings)
 
     def link(self, i):
         if not _int(i):
@@ -203,14 +215,14 @@ def parse_request(data):
             for p in sp.get("profiles", []):
                 samples = []
                 for s in p.get("samples", []):
-                    frames, addresses = d.frames(s.get("stackIndex", 0))
+                    frames, (addresses, mappings) = d.frames(s.get("stackIndex", 0))
                     samples.append(Sample(
                         frames=frames,
                         values=[int(v) for v in s.get("values", [])],
                         attributes=d.attributes(s.get("attributeIndices")),
                         timestamps_unix_nano=[int(t) for t in s.get("timestampsUnixNano", [])],
                         link=d.link(s.get("linkIndex", 0)),
-                        addresses=addresses))
+                        addresses=addresses, mappings=mappings))
                 profiles.append(Profile(
                     sample_type=d.value_type(p.get("sampleType")),
                     period_type=d.value_type(p.get("periodType")),

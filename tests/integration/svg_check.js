@@ -32,6 +32,7 @@ function boxes(page) {
 				x: Number(r.getAttribute("x")),
 				y: Number(r.getAttribute("y")),
 				width: Number(r.getAttribute("width")),
+				fill: r.getAttribute("fill"),
 				match: g.classList.contains("match"),
 				shown: g.querySelector("text").textContent,
 			};

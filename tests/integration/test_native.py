@@ -200,20 +200,31 @@ def test_native_all_keeps_the_interpreter(procs, staging, workdir):
 
 
 def test_python_frames_unchanged(procs, staging, workdir):
-    """With --native or without, the Python side reads the same: each
-    thread's share within 5 points, and every stack whole."""
+    """With --native and without, the Python side reads the same
+    (ratio.py, pure Python): each function's share within 5 points of the
+    workload's own thread_time split, and its Python frames whole,
+    <module>;main;function."""
+    from test_ratio import RATE, SECONDS, TOLERANCE, expected_names
     interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
-    lib = libburn(staging, interp)
-    shares = []
+    names = expected_names(interp)
     for extra in ([], ["--native"]):
-        prof, _, run = run_app(procs, staging, interp, lib, workdir, *extra)
-        assert "[partial stack]" not in prof.names(), prof.top()
-        total = prof.total
-        shares.append({t: 100.0 * of_thread(prof, t).total / total
-                       for t in ("worker", "sandwich")})
-    print("shares without and with --native: %s" % shares)
-    for t in ("worker", "sandwich"):
-        assert abs(shares[0][t] - shares[1][t]) <= 5, shares
+        result = staging.result_file(interp)
+        out = os.path.join(workdir, "ratio%d.folded" % len(extra))
+        run = run_pysight(procs, ["record", *extra, "-o", out, "-r", RATE, "--"]
+                          + interp.argv(staging.script(interp, "ratio.py"), SECONDS, result),
+                          timeout=90)
+        assert_recorded(run)
+        truth = staging.read_result(interp, result)["seconds"]
+        prof = Profile.load(out)
+        per = {k: prof.containing(n, "ratio.py") for k, n in names.items()}
+        hot = sum(p.total for p in per.values())
+        for k, n in names.items():
+            got, want = 100.0 * per[k].total / hot, 100.0 * truth[k] / sum(truth.values())
+            print("%s %s: %.1f%%, thread_time %.1f%%" % (extra, n, got, want))
+            assert abs(got - want) <= TOLERANCE, (extra, n, got, want)
+            whole = per[k].select(lambda fr: [f.name for f in fr if f.file]
+                                  == ["<module>", "main", n])
+            assert whole.total >= 0.95 * per[k].total, (extra, per[k].top())
 
 
 def test_cxx_stripped_and_dlopen(procs, staging, workdir):
@@ -245,3 +256,84 @@ def test_cxx_stripped_and_dlopen(procs, staging, workdir):
     whole = hid.select(lambda fr: any(f.name == "late_calls" and f.line == lines["late"]
                                       for f in fr))
     assert whole.total >= 0.9 * hid.total, hid.top()
+
+
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split("Build ID:")[1].split()[0]
+
+
+def symbol(path, name):
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True,
+                         text=True, check=True).stdout
+    return next(int(l.split()[0], 16) for l in out.splitlines() if l.endswith(" " + name))
+
+
+def test_agent_exports_native_mappings(procs, staging, workdir, otel_collector):
+    """agent --native to a real Collector: native frames' locations sit
+    in their binary's mapping, which carries its build-id, at the
+    function's address in the binary, so a backend can symbolise them."""
+    from otelcol import free_port
+    from test_agent import Agent, ours
+    interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
+    lib = libburn(staging, interp)
+    col = otel_collector.start(free_port())
+    result = staging.result_file(interp)
+    app = procs.start(interp.argv(staging.script(interp, "native_app.py"), lib, 3, result))
+    staging.wait_result(interp, result, app)
+    agent = Agent(procs, workdir, ["--otlp", col.endpoint, "--export-interval", 1, "-r", 97,
+                                   "--native", "-p", app.pid]).wait_sampling()
+    app.wait(timeout=30)  # reaped: a zombie would keep the agent on
+    assert agent.wait() == 0, agent.stderr
+    samples = [s for _, p in ours(col, app.pid) for s in p.samples]
+    leaf = [s for s in samples if s.frames and s.frames[0][0] == "burn_inner [libburn.so]"]
+    n = sum(s.values[0] for s in leaf)
+    assert n >= 50, "%d samples end in burn_inner:\n%s" % (n, agent.stderr)
+    want = build_id(interp.host_path(lib))
+    inner = symbol(interp.host_path(lib), "burn_inner")
+    for s in leaf:
+        mapping = s.mappings[0]
+        assert mapping and mapping[0] == "libburn.so", s.mappings[:3]
+        assert mapping[2].get("process.executable.build_id.gnu") == want, mapping
+        assert s.addresses[0] - mapping[1] == inner, (hex(s.addresses[0]), mapping, hex(inner))
+        # Python frames have no mapping
+        py = [m for f, m in zip(s.frames, s.mappings) if f[0] == "worker"]
+        assert py == [None] or not py, s.mappings
+
+
+def test_pprof_and_svg(procs, staging, workdir):
+    """pprof: native frames' Locations in their binary's Mapping, which
+    names it with its build-id, at the function's address in it (read by
+    go tool pprof).  The flame graph colours native frames apart."""
+    from test_formats import go_binary
+    interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
+    lib = libburn(staging, interp)
+    pb, svg = os.path.join(workdir, "n.pb.gz"), os.path.join(workdir, "n.svg")
+    run_app(procs, staging, interp, lib, workdir, "--native", "-o", pb, "-o", svg)
+    raw = subprocess.run([go_binary(), "tool", "pprof", "-raw", pb], capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    maps = raw.split("Mappings\n")[1].splitlines()
+    mine = [l.split() for l in maps if " libburn.so " in l]
+    assert len(mine) == 1, maps
+    mid, start = mine[0][0].rstrip(":"), int(mine[0][1].split("/")[0], 16)
+    assert mine[0][3] == build_id(interp.host_path(lib)), mine
+    locs = raw.split("Locations\n")[1].split("Mappings\n")[0].splitlines()
+    inner = [l.split() for l in locs if "burn_inner [libburn.so]" in l]
+    assert len(inner) == 1, locs
+    assert inner[0][2] == "M=" + mid, inner
+    assert int(inner[0][1], 16) - start == symbol(interp.host_path(lib), "burn_inner"), inner
+    # in Chromium: native boxes in the native colours (write_svg.c's
+    # BOX_NATIVE: purple), Python's and the rest not
+    from test_svg import browse
+    seen = browse(procs, svg, "burn_inner [", [])
+    assert not seen["errors"], seen["errors"]
+
+    def purple(fill):
+        r, g, b = (int(fill[i:i + 2], 16) for i in (1, 3, 5))
+        return 165 <= r <= 195 and 120 <= g <= 160 and 215 <= b <= 245
+    native = [b for b in seen["before"] if b["label"].startswith(("burn_", "ffi_call ["))]
+    python = [b for b in seen["before"] if b["label"].startswith(("worker (", "sandwich ("))]
+    assert native and python, [b["label"] for b in seen["before"]]
+    assert all(purple(b["fill"]) for b in native), [(b["label"], b["fill"]) for b in native]
+    assert not any(purple(b["fill"]) for b in python), [(b["label"], b["fill"]) for b in python]

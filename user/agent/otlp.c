@@ -72,6 +72,22 @@ struct func_idx {
 	UT_hash_handle hh;
 };
 
+/* A native binary's mapping (--native): its name and build-id, interned
+ * by the profile, so their pointers tell it.  Each mapping spans a range
+ * of addresses of its own; an address less its start is the binary's own
+ * virtual address, as in the pprof writer. */
+struct map_idx {
+	struct {
+		const char *binary, *build_id;
+	} key;
+	int32_t i;
+	UT_hash_handle hh;
+};
+
+#define MAPPING_SPAN	(1ULL << 40)
+/* OpenTelemetry's semantic conventions: a binary's GNU build-id, hex */
+#define ATTR_BUILD_ID	"process.executable.build_id.gnu"
+
 /* The samples of one resource, while they are gathered. */
 struct group {
 	UT_hash_handle hh;
@@ -91,9 +107,10 @@ struct enc {
 	struct profile *p;
 	struct block *arena;
 	Dict d;
-	size_t cap_str, cap_fn, cap_loc, cap_attr, cap_stack;
+	size_t cap_str, cap_fn, cap_loc, cap_attr, cap_stack, cap_map;
 	struct idx *strs, *attrs;
 	struct func_idx *funcs;
+	struct map_idx *maps;
 	int32_t *loc_of_frame;		/* by frame id; 0: not made */
 	int32_t loc_of_kind[KIND__MAX];
 	int32_t *stack_of[KIND__MAX];	/* by stack id; 0: not made */
@@ -305,13 +322,61 @@ static int32_t location(struct enc *e, int32_t fn, int line)
 	return (int32_t)e->d.n_location_table++;
 }
 
+/* The Mapping of a native frame's binary, made on first use; 0 on
+ * ENOMEM. */
+static int32_t mapping(struct enc *e, const struct pframe *f)
+{
+	struct map_idx probe, *x;
+	Mapping *m;
+
+	memset(&probe.key, 0, sizeof(probe.key));
+	probe.key.binary = f->binary;
+	probe.key.build_id = f->build_id;
+	HASH_FIND(hh, e->maps, &probe.key, sizeof(probe.key), x);
+	if (x)
+		return x->i;
+	if (!room(e, (void **)&e->d.mapping_table, &e->cap_map,
+		  e->d.n_mapping_table, sizeof(Mapping *)))
+		return 0;
+	m = alloc(e, sizeof(*m));
+	x = alloc(e, sizeof(*x));
+	if (!m || !x)
+		return 0;
+	opentelemetry__proto__profiles__v1development__mapping__init(m);
+	x->key = probe.key;
+	x->i = (int32_t)e->d.n_mapping_table;
+	m->memory_start = (uint64_t)x->i * MAPPING_SPAN;
+	m->memory_limit = m->memory_start + MAPPING_SPAN;
+	m->filename_strindex = str(e, f->binary);
+	if (f->build_id && *f->build_id) {
+		m->attribute_indices = alloc(e, sizeof(int32_t));
+		if (!m->attribute_indices)
+			return 0;
+		m->attribute_indices[0] = attr(e, ATTR_BUILD_ID, f->build_id, 0);
+		m->n_attribute_indices = 1;
+	}
+	e->d.mapping_table[e->d.n_mapping_table++] = m;
+	HASH_ADD(hh, e->maps, key, sizeof(x->key), x);
+	return x->i;
+}
+
 static int32_t frame_loc(struct enc *e, const struct pframe *f)
 {
-	int32_t *slot = &e->loc_of_frame[f->id];
+	int32_t *slot = &e->loc_of_frame[f->id], map;
+	Location *loc;
 
-	if (!*slot)
-		*slot = location(e, function(e, f->name, f->file, f->firstline,
-					     f->kind), f->line);
+	if (*slot)
+		return *slot;
+	*slot = location(e, function(e, f->name, f->file, f->firstline,
+				     f->kind), f->line);
+	if (*slot && f->binary && f->addr < MAPPING_SPAN) {
+		map = mapping(e, f);
+		if (!map)
+			return 0;
+		loc = e->d.location_table[*slot];
+		loc->mapping_index = map;
+		loc->address = e->d.mapping_table[map]->memory_start + f->addr;
+	}
 	return *slot;
 }
 
@@ -602,7 +667,6 @@ static int zeroes(struct enc *e)
 {
 	static Mapping mapping = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__MAPPING__INIT;
 	static Link link = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
-	static Mapping *mappings[1] = { &mapping };
 	static Link *links[1] = { &link };
 	Function *fn = alloc(e, sizeof(*fn));
 	Location *loc = alloc(e, sizeof(*loc));
@@ -615,8 +679,9 @@ static int zeroes(struct enc *e)
 	opentelemetry__proto__profiles__v1development__location__init(loc);
 	opentelemetry__proto__profiles__v1development__stack__init(st);
 	opentelemetry__proto__profiles__v1development__key_value_and_unit__init(a);
-	e->d.mapping_table = mappings;
-	e->d.n_mapping_table = 1;
+	if (room(e, (void **)&e->d.mapping_table, &e->cap_map, 0,
+		 sizeof(Mapping *)))
+		e->d.mapping_table[e->d.n_mapping_table++] = &mapping;
 	e->d.link_table = links;
 	e->d.n_link_table = 1;
 	str(e, "");
@@ -669,7 +734,9 @@ static void enc_free(struct enc *e)
 	HASH_CLEAR(hh, e->strs);
 	HASH_CLEAR(hh, e->attrs);
 	HASH_CLEAR(hh, e->funcs);
+	HASH_CLEAR(hh, e->maps);
 	free(e->d.string_table);
+	free(e->d.mapping_table);
 	free(e->d.function_table);
 	free(e->d.location_table);
 	free(e->d.attribute_table);

@@ -794,12 +794,18 @@ static const struct pframe *native_frame(struct collector *c,
 					 uint64_t pc)
 {
 	char name[NATIVE_NAME_MAX + 1024];
+	const struct pframe *f;
 
 	if (!m)
 		return profile__frame(c->prof, "[unknown native]", NULL, 0, 0,
 				      PFRAME_PSEUDO);
 	native__frame_name(m, pc, name, sizeof(name));
-	return profile__frame(c->prof, name, NULL, 0, 0, PFRAME_NATIVE);
+	f = profile__frame(c->prof, name, NULL, 0, 0, PFRAME_NATIVE);
+	if (f && !f->binary)
+		profile__frame_native(c->prof, f, m->bin->name,
+				      m->bin->build_id_hex,
+				      native__frame_addr(m, pc));
+	return f;
 }
 
 /* The Python frames one call of the eval loop ran, leaf first, from

@@ -8,7 +8,11 @@
  * file and first line.  The off-CPU cause is a frame of its own, where
  * the folded writer puts it.  Ids of mappings, locations and functions
  * run 1..N in the order they are made, and string_table[0] is "" (Parca
- * refuses anything else).  Labels carry the thread, process, cgroup and
+ * refuses anything else).  Mapping 1 is Python's, whose code has no
+ * addresses; each binary of native frames (--native) has one of its own,
+ * with its build-id, and their Locations addresses in it: each mapping
+ * spans a range of its own, from which an address less the mapping's
+ * start is the binary's own virtual address.  Labels carry the thread, process, cgroup and
  * container, under names Prometheus accepts.
  */
 #include <errno.h>
@@ -39,13 +43,26 @@ struct func_idx {
 	UT_hash_handle hh;
 };
 
+/* A native binary's mapping: its name and build-id, interned by the
+ * profile, so their pointers tell it. */
+struct map_idx {
+	struct {
+		const char *binary, *build_id;
+	} key;
+	uint64_t id;
+	UT_hash_handle hh;
+};
+
+#define MAPPING_SPAN	(1ULL << 40)	/* each mapping's range of addresses */
+
 struct pprof_out {
 	Perftools__Profiles__Profile pb;
 	struct str_idx *strs;
 	struct func_idx *funcs;
+	struct map_idx *maps;
 	uint64_t *loc_of_frame;		/* by frame id; 0: not made yet */
 	uint64_t loc_of_kind[KIND__MAX];
-	size_t cap_strs, cap_funcs, cap_locs;
+	size_t cap_strs, cap_funcs, cap_locs, cap_maps;
 	int nvalues;
 	int vi_cpu, vi_wall, vi_off, vi_task;	/* value indexes, -1: absent */
 };
@@ -155,6 +172,47 @@ static uint64_t function(struct pprof_out *o, const char *name,
 	return e->id;
 }
 
+/* The Mapping of a native frame's binary, made on first use; 0 on
+ * ENOMEM. */
+static uint64_t mapping(struct pprof_out *o, const struct pframe *f)
+{
+	Perftools__Profiles__Mapping *map;
+	struct map_idx probe, *e;
+	int64_t fi, bi;
+
+	memset(&probe.key, 0, sizeof(probe.key));
+	probe.key.binary = f->binary;
+	probe.key.build_id = f->build_id;
+	HASH_FIND(hh, o->maps, &probe.key, sizeof(probe.key), e);
+	if (e)
+		return e->id;
+	fi = str(o, f->binary);
+	bi = str(o, f->build_id);
+	if (fi < 0 || bi < 0 ||
+	    grow((void **)&o->pb.mapping, &o->cap_maps, o->pb.n_mapping,
+		 sizeof(*o->pb.mapping)))
+		return 0;
+	map = calloc(1, sizeof(*map));
+	e = calloc(1, sizeof(*e));
+	if (!map || !e) {
+		free(map);
+		free(e);
+		return 0;
+	}
+	perftools__profiles__mapping__init(map);
+	map->id = o->pb.n_mapping + 1;
+	map->memory_start = map->id * MAPPING_SPAN;
+	map->memory_limit = map->memory_start + MAPPING_SPAN;
+	map->filename = fi;
+	map->build_id = bi;
+	map->has_functions = 1;
+	o->pb.mapping[o->pb.n_mapping++] = map;
+	e->key = probe.key;
+	e->id = map->id;
+	HASH_ADD(hh, o->maps, key, sizeof(e->key), e);
+	return e->id;
+}
+
 /* A new Location of one line of a function; 0 on ENOMEM. */
 static uint64_t location(struct pprof_out *o, uint64_t func, int line)
 {
@@ -183,11 +241,21 @@ static uint64_t location(struct pprof_out *o, uint64_t func, int line)
 
 static uint64_t frame_location(struct pprof_out *o, const struct pframe *f)
 {
-	uint64_t *slot = &o->loc_of_frame[f->id];
+	uint64_t *slot = &o->loc_of_frame[f->id], map;
+	Perftools__Profiles__Location *loc;
 
-	if (!*slot)
-		*slot = location(o, function(o, f->name, f->file, f->firstline,
-					     f->kind), f->line);
+	if (*slot)
+		return *slot;
+	*slot = location(o, function(o, f->name, f->file, f->firstline,
+				     f->kind), f->line);
+	if (*slot && f->binary && f->addr < MAPPING_SPAN) {
+		map = mapping(o, f);
+		if (!map)
+			return 0;
+		loc = o->pb.location[*slot - 1];
+		loc->mapping_id = map;
+		loc->address = o->pb.mapping[map - 1]->memory_start + f->addr;
+	}
 	return *slot;
 }
 
@@ -428,10 +496,10 @@ static int build(struct pprof_out *o, struct profile *p)
 	err = sample_types(o, p, m) ?: comments(o, m);
 	if (err)
 		return err;
-	/* one mapping: Python code has no addresses */
+	/* the first mapping: Python code has no addresses */
 	map = calloc(1, sizeof(*map));
-	o->pb.mapping = calloc(1, sizeof(*o->pb.mapping));
-	if (!map || !o->pb.mapping) {
+	if (!map || grow((void **)&o->pb.mapping, &o->cap_maps, 0,
+			 sizeof(*o->pb.mapping))) {
 		free(map);
 		return -ENOMEM;
 	}
@@ -477,9 +545,10 @@ static void pprof_free(struct pprof_out *o)
 		free(o->pb.function[i]);
 	if (o->pb.sample_type)
 		free(o->pb.sample_type[0]);
-	if (o->pb.mapping)
-		free(o->pb.mapping[0]);
+	for (i = 0; i < o->pb.n_mapping; i++)
+		free(o->pb.mapping[i]);
 	free(o->pb.mapping);
+	HASH_FREE_ALL(o->maps);
 	free(o->pb.sample_type);
 	free(o->pb.period_type);
 	free(o->pb.sample);

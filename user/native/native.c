@@ -179,6 +179,7 @@ static void read_debug_names(struct native_binary *b, struct elf_file *ef,
 static void read_binary(struct native_binary *b, struct elf_file *ef,
 			pid_t pid, const char *path)
 {
+	int i;
 	const void *sec;
 	uint64_t addr;
 	size_t size;
@@ -191,6 +192,8 @@ static void read_binary(struct native_binary *b, struct elf_file *ef,
 		b->build_id_len = 0;
 	if (b->build_id_len > NATIVE_BUILD_ID_MAX)
 		b->build_id_len = NATIVE_BUILD_ID_MAX;
+	for (i = 0; i < b->build_id_len; i++)
+		snprintf(b->build_id_hex + 2 * i, 3, "%02x", b->build_id[i]);
 	if (!elffile__section_view(ef, ".eh_frame", EHFRAME_MAX_SIZE, &sec,
 				   &size, &addr))
 		ehframe__parse(sec, size, addr, &b->rows);
@@ -445,6 +448,13 @@ bool native__in_eval(const struct native_map *m, uint64_t addr)
 	/* gcc may split its cold paths into a function of their own */
 	fn = native__function(m, addr);
 	return fn && !strncmp(fn, EVAL_LOOP, n) && fn[n] == '.';
+}
+
+uint64_t native__frame_addr(const struct native_map *m, uint64_t addr)
+{
+	uint64_t vaddr = addr - m->start + m->vaddr, start;
+
+	return nsyms__name(m->bin->syms, vaddr, &start) ? start : vaddr;
 }
 
 const char *native__function(const struct native_map *m, uint64_t addr)

@@ -27,6 +27,7 @@ struct native_binary {
 	struct py_binary_key key;
 	__u8 build_id[NATIVE_BUILD_ID_MAX];
 	int build_id_len;		/* 0: none */
+	char build_id_hex[2 * NATIVE_BUILD_ID_MAX + 1];	/* "": none */
 	char name[NATIVE_NAME_MAX];	/* base name, escaped */
 	struct ehframe_table rows;	/* empty: no .eh_frame */
 	struct nsyms *syms;		/* NULL: no symbols */
@@ -99,6 +100,10 @@ int native_proc__unwind(const struct native_proc *p,
 /* Is addr in CPython's eval loop (_PyEval_EvalFrameDefault)?  Each of
  * its frames runs Python frames, which --native shows in its place. */
 bool native__in_eval(const struct native_map *m, uint64_t addr);
+
+/* addr as the profile keeps a frame of it: the binary's own virtual
+ * address of the function that holds it, or of addr when none does. */
+uint64_t native__frame_addr(const struct native_map *m, uint64_t addr);
 
 /* The function that holds addr (escaped), NULL when none does. */
 const char *native__function(const struct native_map *m, uint64_t addr);

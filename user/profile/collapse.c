@@ -81,9 +81,7 @@ static int copy_frame(const struct collapse *c, struct profile *q,
 	if (!state[f->id]) {
 		state[f->id] = matches(c, f) ? -1 : 1;
 		if (state[f->id] > 0) {
-			map[f->id] = profile__frame(q, f->name, f->file,
-						    f->line, f->firstline,
-						    f->kind);
+			map[f->id] = profile__copy_frame(q, f);
 			if (!map[f->id])
 				return -ENOMEM;
 		}

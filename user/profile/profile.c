@@ -181,8 +181,8 @@ const struct pframe *profile__frame(struct profile *p, const char *name,
 	return &e->f;
 }
 
-void profile__frame_origin(struct profile *p, const struct pframe *f,
-			   int origin)
+static struct frame_entry *frame_entry(struct profile *p,
+				       const struct pframe *f)
 {
 	struct frame_key key;
 	struct frame_entry *e;
@@ -194,8 +194,44 @@ void profile__frame_origin(struct profile *p, const struct pframe *f,
 	key.firstline = f->firstline;
 	key.kind = f->kind;
 	HASH_FIND(hh, p->frames, &key, sizeof(key), e);
+	return e;
+}
+
+void profile__frame_origin(struct profile *p, const struct pframe *f,
+			   int origin)
+{
+	struct frame_entry *e = frame_entry(p, f);
+
 	if (e && e->f.origin == ORIGIN_UNKNOWN)
 		e->f.origin = origin;
+}
+
+void profile__frame_native(struct profile *p, const struct pframe *f,
+			   const char *binary, const char *build_id,
+			   uint64_t addr)
+{
+	struct frame_entry *e = frame_entry(p, f);
+
+	if (!e || e->f.binary || !binary)
+		return;
+	e->f.binary = intern(p, binary);
+	e->f.build_id = intern(p, build_id ? build_id : "");
+	e->f.addr = addr;
+	if (!e->f.build_id)
+		e->f.binary = NULL;	/* out of memory: said by no one */
+}
+
+const struct pframe *profile__copy_frame(struct profile *p,
+					 const struct pframe *f)
+{
+	const struct pframe *g = profile__frame(p, f->name, f->file, f->line,
+						f->firstline, f->kind);
+
+	if (g) {
+		profile__frame_origin(p, g, f->origin);
+		profile__frame_native(p, g, f->binary, f->build_id, f->addr);
+	}
+	return g;
 }
 
 struct stack_probe {
@@ -538,11 +574,9 @@ const struct pstack *profile__copy_stack(struct profile *p,
 	for (i = 0; i < s->n; i++) {
 		const struct pframe *f = s->frames[i];
 
-		frames[i] = profile__frame(p, f->name, f->file, f->line,
-					   f->firstline, f->kind);
+		frames[i] = profile__copy_frame(p, f);
 		if (!frames[i])
 			goto out;
-		profile__frame_origin(p, frames[i], f->origin);
 	}
 	out = profile__stack(p, frames, s->n);
 out:

@@ -62,6 +62,12 @@ struct pframe {
 	int kind;		/* enum pframe_kind */
 	unsigned int id;	/* 0 .. profile__nframes() - 1 */
 	int origin;		/* enum pframe_origin, not part of its identity */
+	/* PFRAME_NATIVE, for the formats with mappings (pprof, OTLP): its
+	 * binary's file name and build-id (hex, "" when none), and its
+	 * address there (the binary's own virtual address); NULL and 0
+	 * otherwise.  Not part of its identity either. */
+	const char *binary, *build_id;
+	uint64_t addr;
 };
 
 struct pstack {
@@ -123,6 +129,13 @@ struct profile_meta *profile__meta(struct profile *p);
 const struct pframe *profile__frame(struct profile *p, const char *name,
 				    const char *file, int line, int firstline,
 				    int kind);
+/* Say which binary f's native code is in, if nobody said so yet. */
+void profile__frame_native(struct profile *p, const struct pframe *f,
+			   const char *binary, const char *build_id,
+			   uint64_t addr);
+/* f's copy in p, all it says kept (f may be another profile's). */
+const struct pframe *profile__copy_frame(struct profile *p,
+					 const struct pframe *f);
 /* Say where f's code lives, if nobody said so yet. */
 void profile__frame_origin(struct profile *p, const struct pframe *f,
 			   int origin);
