@@ -57,6 +57,8 @@ int pysight_threads(struct bpf_iter__task *ctx)
 		return 0;
 	thread_fill(&r, task, proc, tgid, bpf_ktime_get_ns());
 	if (iter_mode == ITER_LIST) {
+		if (native && !r.on_cpu)
+			sweep_user_regs(task, &r);
 		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 		return 0;
 	}

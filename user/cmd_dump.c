@@ -34,6 +34,7 @@ struct dump_opts {
 	bool json;
 	bool locals;
 	bool tasks;
+	bool native;
 };
 
 static const struct argp_option options[] = {
@@ -41,6 +42,7 @@ static const struct argp_option options[] = {
 	{ "json", 'j', NULL, 0, "One JSON document, for scripts", 0 },
 	{ "locals", 'l', NULL, 0, "Each frame's local variables, with short values of simple types", 0 },
 	{ "tasks", 't', NULL, 0, "The asyncio tasks instead (Python 3.11+): who awaits whom, each task's state and coroutines", 0 },
+	{ "native", 'n', NULL, 0, "Native frames too, for threads off the CPU: the C, C++ or Rust code between the Python frames and the system call it waits in", 0 },
 	{},
 };
 
@@ -64,6 +66,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 't':
 		o->tasks = true;
+		break;
+	case 'n':
+		o->native = true;
 		break;
 	case ARGP_KEY_ARG:
 		usage_error("unexpected argument '%s' (give processes with -p)", arg);
@@ -745,6 +750,9 @@ int cmd_dump(int argc, char **argv)
 		usage_error("--tasks needs the process: give it with -p");
 	if (o.tasks && o.locals)
 		usage_error("--tasks and --locals do not go together");
+	if (o.native && (o.tasks || o.locals))
+		usage_error("--native goes with neither --tasks nor --locals yet");
+	co.native = o.native;
 	if (privs__check())
 		return 1;
 	co.filter_pids = o.npids > 0;

@@ -1,9 +1,11 @@
 """--native: one stack from the Python line through the native code it
 called, unwound in BPF from each binary's .eh_frame.  Real C and C++
 libraries built here, called through ctypes (tests/workloads/native_app.py)."""
+import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -337,3 +339,31 @@ def test_pprof_and_svg(procs, staging, workdir):
     assert native and python, [b["label"] for b in seen["before"]]
     assert all(purple(b["fill"]) for b in native), [(b["label"], b["fill"]) for b in native]
     assert not any(purple(b["fill"]) for b in python), [(b["label"], b["fill"]) for b in python]
+
+
+def test_dump_native(procs, staging, workdir):
+    """dump --native: a blocked thread's native frames between its
+    Python line and the system call it waits in; --json says the same."""
+    interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
+    lib = libburn(staging, interp)
+    result = staging.result_file(interp)
+    app = procs.start(interp.argv(staging.script(interp, "native_app.py"), lib, 20, result))
+    lines = staging.wait_result(interp, result, app)["lines"]
+    time.sleep(0.5)  # waiter is in its read()
+    run = run_pysight(procs, ["dump", "--native", "-p", app.pid], timeout=60)
+    assert run.returncode == 0, run.stderr
+    blocks = run.stdout.split("\n\n")
+    waiter = next((b for b in blocks if '"waiter"' in b or "(waiter)" in b), None)
+    assert waiter, run.stdout
+    frames = [l.strip() for l in waiter.splitlines()[1:]]
+    tail = "native_app.py:%d)" % lines["waiter"]
+    at = [i for i, f in enumerate(frames) if f.startswith("waiter (") and f.endswith(tail)]
+    assert frames[0].startswith("read [libc") and frames[1] == "burn_io [libburn.so]", frames
+    assert at and at[0] > 1, frames
+    js = run_pysight(procs, ["dump", "--native", "--json", "-p", app.pid], timeout=60)
+    assert js.returncode == 0, js.stderr
+    doc = json.loads(js.stdout)
+    names = [[f["name"] for f in t["frames"]] for p in doc["processes"] for t in p["threads"]]
+    assert any(n[:2] == [frames[0], "burn_io [libburn.so]"] for n in names), names
+    bad = run_pysight(procs, ["dump", "--native", "--locals", "-p", app.pid], timeout=60)
+    assert bad.returncode == 2 and "--native" in bad.stderr, bad.stderr

@@ -2486,11 +2486,13 @@ struct snapshot {
 
 static int snapshot_thread(void *ctx, const struct thread_record *r)
 {
+	struct py_frame natives[PYSIGHT_NATIVE_FRAMES];
 	struct snapshot *sn = ctx;
 	struct thread_snapshot t = {};
 	const struct pthread *th;
 	const struct pyproc *pp;
 	struct cproc *cp;
+	int nn;
 
 	pp = registry__get(sn->c->reg, r->tgid);
 	if (!pp)
@@ -2517,9 +2519,14 @@ static int snapshot_thread(void *ctx, const struct thread_record *r)
 	t.status = sn->sr->status;
 	t.raw = sn->sr;
 	t.proc = pp;
+	/* a thread off the CPU: its native stack from where it entered
+	 * the kernel, unless it ran since (then Python's alone) */
+	nn = sweep_native(sn->c, cp, r, natives);
+	if (nn && ran_since(r))
+		nn = 0;
 	if (sn->sr->n) {
-		t.stack = name_frames(sn->c, NULL, pp, sn->sr->status,
-				      sn->sr->frames, sn->sr->n, NULL, 0);
+		t.stack = name_frames(sn->c, cp, pp, sn->sr->status,
+				      sn->sr->frames, sn->sr->n, natives, nn);
 		if (!t.stack)
 			return -ENOMEM;
 	}
@@ -2532,8 +2539,10 @@ int collector__snapshot(struct collector *c, pid_t pid,
 	struct snapshot sn = { .c = c, .fn = fn, .ctx = ctx, .gil_pid = -1 };
 	int ret;
 
-	sn.sr = malloc(sizeof(*sn.sr));
-	sn.scratch = malloc(sizeof(*sn.scratch));
+	sn.sr = calloc(1, sizeof(*sn.sr));
+	sn.scratch = calloc(1, sizeof(*sn.scratch));
+	if (sn.sr && sn.scratch)
+		sn.sr->marks = sn.scratch->marks = c->natives != NULL;
 	ret = sn.sr && sn.scratch ?
 		      sampler__threads(c->sampler, ITER_LIST, pid,
 				       snapshot_thread, &sn) : -ENOMEM;

@@ -48,7 +48,7 @@ static char *demangled(const char *name)
 static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 {
 	struct nsyms *s = ctx;
-	char buf[NAME_MAX_LEN], *dm, *copy;
+	char buf[NAME_MAX_LEN], *dm, *copy, *at;
 	size_t len;
 
 	if (value + size < value)
@@ -71,6 +71,11 @@ static int add(void *ctx, const char *name, uint64_t value, uint64_t size)
 	}
 	utf8__escape(buf, sizeof(buf), dm ? dm : name);
 	free(dm);
+	/* a versioned name (clock_nanosleep@@GLIBC_2.17, in a .symtab)
+	 * reads as the function the source calls */
+	at = buf[0] != '@' ? strchr(buf, '@') : NULL;
+	if (at)
+		*at = 0;
 	len = strlen(buf) + 1;
 	copy = arena__alloc(&s->names, len);
 	if (!copy)
