@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import Profile, assert_recorded, find_interp, run_pysight
+from test_top import first_is, term, top_cmd, top_rows  # noqa: F401 (term: a fixture)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = os.path.join(HERE, "..", "workloads", "native")
@@ -367,3 +368,19 @@ def test_dump_native(procs, staging, workdir):
     assert any(n[:2] == [frames[0], "burn_io [libburn.so]"] for n in names), names
     bad = run_pysight(procs, ["dump", "--native", "--locals", "-p", app.pid], timeout=60)
     assert bad.returncode == 2 and "--native" in bad.stderr, bad.stderr
+
+
+def test_top_native(procs, staging, workdir, term):
+    """top --native in a real terminal: the C function the CPU is in heads
+    the table, its Python caller below it by total."""
+    interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
+    lib = libburn(staging, interp)
+    result = staging.result_file(interp)
+    app = procs.start(interp.argv(staging.script(interp, "native_app.py"), lib, 30, result))
+    staging.wait_result(interp, result, app)
+    t = term(top_cmd("-i", 1, "--native", "-p", app.pid))
+    screen = t.wait(first_is("burn_inner [libburn.so]"), 15, "burn_inner on top")
+    rows = {r["text"]: r for r in top_rows(screen)}
+    assert rows["burn_inner [libburn.so]"]["own"] > 80, screen
+    worker = [r for text, r in rows.items() if text.startswith("worker (")]
+    assert worker and 35 <= worker[0]["total"] <= 65, screen
