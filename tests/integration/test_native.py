@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -384,3 +385,67 @@ def test_top_native(procs, staging, workdir, term):
     assert rows["burn_inner [libburn.so]"]["own"] > 80, screen
     worker = [r for text, r in rows.items() if text.startswith("worker (")]
     assert worker and 35 <= worker[0]["total"] <= 65, screen
+
+
+def marked_lines(path):
+    with open(path) as f:
+        return {t.split("# LINE:")[1].strip(): n for n, t in enumerate(f, 1) if "# LINE:" in t}
+
+
+def test_numpy_openblas(procs, workdir):
+    """numpy from PyPI: the dot line's samples go on into numpy's C code
+    and its bundled OpenBLAS, by name (no frame pointers in either)."""
+    script = os.path.join(SOURCES, "numpy_dot.py")
+    line = marked_lines(script)["dot"]
+    out = os.path.join(workdir, "np.folded")
+    # one BLAS thread: the product runs in the thread that asked for it
+    run = run_pysight(procs, ["record", "--native", "-d", SECONDS, "-o", out, "--",
+                              sys.executable, script, SECONDS + 2], timeout=90,
+                      env={"OPENBLAS_NUM_THREADS": "1"})
+    assert_recorded(run)
+    prof = Profile.load(out)
+    dot = prof.select(lambda fr: any(f.line == line and f.file and f.file.endswith(
+        "numpy_dot.py") for f in fr))
+    into = dot.select(lambda fr: any(f.name.startswith("array_dot [_multiarray_umath")
+                                     for f in fr)
+                      and any("[libscipy_openblas" in f.name and not f.name.startswith("[")
+                              for f in fr))
+    print("dot: %d of %d samples into numpy and OpenBLAS by name" % (into.total, dot.total))
+    assert dot.total >= 100, prof.top()
+    assert into.total >= 0.9 * dot.total, dot.top()
+
+
+def test_cython(procs, workdir):
+    """A Cython module built here: its compiled code by its C name under
+    the calling line, and the Python it calls back above it."""
+    import sysconfig
+    src = os.path.join(SOURCES, "cyburn.pyx")
+    c = os.path.join(workdir, "cyburn.c")
+    so = os.path.join(workdir, "cyburn" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([sys.executable, "-m", "cython", "-3", src, "-o", c], check=True)
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"],
+                    c, "-o", so], check=True)
+    script = os.path.join(SOURCES, "cython_app.py")
+    lines = marked_lines(script)
+    out = os.path.join(workdir, "cy.folded")
+    run = run_pysight(procs, ["record", "--native", "-d", SECONDS, "-o", out, "--",
+                              sys.executable, script, workdir, SECONDS + 2], timeout=90)
+    assert_recorded(run)
+    prof = Profile.load(out)
+
+    def cy_frame(f):
+        return f.name.startswith("__pyx_") and "[cyburn." in f.name
+
+    call = prof.select(lambda fr: any(f.line == lines["call"] and f.file for f in fr))
+    under = call.select(lambda fr: any(cy_frame(f) for f in fr))
+    print("call: %d of %d samples in cyburn's C functions" % (under.total, call.total))
+    assert call.total >= 100, prof.top()
+    assert under.total >= 0.9 * call.total, call.top()
+
+    def back_above(fr):
+        c = index_of(fr, cy_frame)
+        b = index_of(fr, lambda f: f.name == "py_back" and f.file)
+        return 0 <= c < b
+    back = prof.select(lambda fr: any(f.name == "py_back" and f.file for f in fr))
+    assert back.total >= 5, prof.top()
+    assert back.select(back_above).total >= 0.9 * back.total, back.top()
