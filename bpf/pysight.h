@@ -18,7 +18,7 @@
 #define PYSIGHT_COMM_LEN	16
 #define PYSIGHT_MAX_CGROUPS	16	/* --cgroup and --container filters */
 #define PYSIGHT_KSTACK_DEPTH	64	/* kernel frames kept (--kernel-stacks) */
-#define PYSIGHT_NATIVE_FRAMES	64	/* native frames kept (--native), 2^n */
+#define PYSIGHT_NATIVE_FRAMES	128	/* native frames kept (--native) */
 
 /* What a recording is of (--mode): the BPF side's `mode`, and user
  * space's enum profile_mode. */

@@ -529,6 +529,7 @@ static int poll_once(struct collector *c, int max_ms);
 
 int collector__poll(struct collector *c, int max_ms)
 {
+	native_store__expire(c->natives);
 	if (c->sweep)
 		return sweep_poll(c, max_ms);
 	return poll_once(c, max_ms);
@@ -1741,13 +1742,13 @@ static int tasks_sweep(struct collector *c)
 	return ret;
 }
 
-#define NATIVE_WAIT_FIRST	(20 * 1000000ULL)
+#define NATIVE_WAIT_FIRST	(5 * 1000000ULL)
 #define NATIVE_WAIT_MAX		(1000 * 1000000ULL)
 
 /*
  * --native: the process's mappings, read for BPF's walk at its first
  * sample, and again when a walk met code in none of them (a library
- * loaded since, or code of no file): 20 ms after the last reading, then
+ * loaded since, or code of no file): 5 ms after the last reading, then
  * twice as long each time, up to a second.
  */
 static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
@@ -1888,6 +1889,20 @@ static void add_code(struct collector *c, const struct code_event *ev)
 		c->codes_named++;
 }
 
+/* --native: a process found Python has its mappings read now, not at
+ * its first sample: a short one's first samples then have them too. */
+static void native_early(struct collector *c, pid_t pid)
+{
+	const struct pyproc *pp = registry__get(c->reg, pid);
+	struct cproc *cp;
+
+	if (!c->natives || !pp || pp->state != PY_PROC_PYTHON)
+		return;
+	cp = cproc_get(c, pid);
+	if (cp && !cp->native_ns)
+		native_read(c, cp, clock__now_ns());
+}
+
 int collector__handle(struct collector *c, const void *data, size_t size)
 {
 	const struct event_header *h = data;
@@ -1909,6 +1924,7 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 	case EV_EXEC:
 		forget_process(c, h->pid);
 		registry__discover(c->reg, h->pid);
+		native_early(c, h->pid);
 		break;
 	case EV_ADOPTED:
 		if (size < sizeof(struct adopt_event))
@@ -1916,6 +1932,7 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 		forget_process(c, h->pid);
 		registry__adopt(c->reg, h->pid,
 				&((const struct adopt_event *)data)->proc);
+		native_early(c, h->pid);
 		break;
 	case EV_EXIT:
 		/* its threads' last records, sent before this */
@@ -1960,6 +1977,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 		st->native_binaries = native_store__binaries(c->natives);
 		st->native_bytes = native_store__bytes(c->natives);
 		st->native_unplaced = native_store__unplaced(c->natives);
+		st->native_unmapped = native_store__unmapped(c->natives);
 	}
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->name_reads = c->name_reads;

@@ -78,6 +78,7 @@ struct collector_stats {
 	uint64_t native_stops[NATIVE__MAX];
 	uint64_t native_reads;
 	size_t native_binaries, native_bytes, native_unplaced;
+	unsigned int native_unmapped;	/* of the binaries, kept unmapped */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

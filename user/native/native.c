@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <uthash.h>
 
+#include "clock.h"
 #include "elffile.h"
 #include "native.h"
 #include "nsyms.h"
@@ -25,14 +26,22 @@
 /* a process mapping more executable files than this is cut there */
 #define MAPS_MAX	4096
 
+/* A binary no process maps is kept this long, and those kept take at
+ * most IDLE_BYTES: a host that runs the same short program again and
+ * again reads it once, not at every exec. */
+#define IDLE_NS		(10 * 1000000000ULL)
+#define IDLE_BYTES	(64u << 20)
+
 struct entry {
 	struct native_binary bin;
+	uint64_t idle_since;	/* ns; 0: mapped by some process */
 	UT_hash_handle hh;
 };
 
 struct native_store {
 	struct entry *bins;
-	size_t bytes;
+	size_t bytes, idle_bytes;
+	unsigned int idle;
 	struct rowpool *pool;
 	struct unwind_row *rows;
 };
@@ -59,11 +68,49 @@ static void drop(struct native_store *s, struct entry *e)
 {
 	HASH_DEL(s->bins, e);
 	s->bytes -= bin_bytes(&e->bin);
+	if (e->idle_since) {
+		s->idle_bytes -= bin_bytes(&e->bin);
+		s->idle--;
+	}
 	if (e->bin.placed)
 		rowpool__put(s->pool, e->bin.row_first, (__u32)e->bin.rows.n);
 	ehframe__free(&e->bin.rows);
 	nsyms__free(e->bin.syms);
 	free(e);
+}
+
+/* The binary unmapped longest ago, NULL when none is. */
+static struct entry *oldest_idle(const struct native_store *s)
+{
+	struct entry *e, *tmp, *old = NULL;
+
+	HASH_ITER(hh, s->bins, e, tmp)
+		if (e->idle_since && (!old || e->idle_since < old->idle_since))
+			old = e;
+	return old;
+}
+
+void native_store__expire(struct native_store *s)
+{
+	uint64_t now = clock__now_ns();
+	struct entry *e, *tmp;
+
+	if (!s || !s->idle)
+		return;
+	HASH_ITER(hh, s->bins, e, tmp)
+		if (e->idle_since && now - e->idle_since > IDLE_NS)
+			drop(s, e);
+	while (s->idle_bytes > IDLE_BYTES && (e = oldest_idle(s)))
+		drop(s, e);
+}
+
+/* No process maps it any more: kept a while, in case one comes. */
+static void unmapped(struct native_store *s, struct entry *e)
+{
+	e->idle_since = clock__now_ns();
+	s->idle_bytes += bin_bytes(&e->bin);
+	s->idle++;
+	native_store__expire(s);
 }
 
 void native_store__free(struct native_store *s)
@@ -215,10 +262,15 @@ static struct native_binary *get_binary(struct native_store *s,
 					const char *path)
 {
 	struct py_binary_key key;
-	struct entry *e;
+	struct entry *e, *old;
 
 	procmaps__file_key(st, &key);
 	HASH_FIND(hh, s->bins, &key, sizeof(key), e);
+	if (e && e->idle_since) {	/* mapped again */
+		e->idle_since = 0;
+		s->idle_bytes -= bin_bytes(&e->bin);
+		s->idle--;
+	}
 	if (e)
 		return &e->bin;
 	e = calloc(1, sizeof(*e));
@@ -226,6 +278,11 @@ static struct native_binary *get_binary(struct native_store *s,
 		return NULL;
 	e->bin.key = key;
 	read_binary(&e->bin, ef, pid, path);
+	/* room in the pool: binaries no process maps give theirs up */
+	while (s->pool && e->bin.rows.n && e->bin.rows.n <= UINT32_MAX &&
+	       rowpool__largest_free(s->pool) < e->bin.rows.n &&
+	       (old = oldest_idle(s)))
+		drop(s, old);
 	if (s->pool && s->rows && e->bin.rows.n &&
 	    e->bin.rows.n <= UINT32_MAX &&
 	    !rowpool__alloc(s->pool, (__u32)e->bin.rows.n,
@@ -326,8 +383,9 @@ void native_store__put_proc(struct native_store *s, struct native_proc *p)
 		struct native_binary *b = p->maps[i].bin;
 
 		if (!--b->refs)
-			drop(s, (struct entry *)((char *)b -
-						 offsetof(struct entry, bin)));
+			unmapped(s, (struct entry *)((char *)b -
+						     offsetof(struct entry,
+							      bin)));
 	}
 	free(p->maps);
 	free(p);
@@ -341,6 +399,11 @@ size_t native_store__binaries(const struct native_store *s)
 size_t native_store__bytes(const struct native_store *s)
 {
 	return s->bytes;
+}
+
+unsigned int native_store__unmapped(const struct native_store *s)
+{
+	return s->idle;
 }
 
 size_t native_store__unplaced(const struct native_store *s)

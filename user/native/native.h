@@ -72,9 +72,13 @@ int native_store__read_proc(struct native_store *s, pid_t pid,
 /* The process is gone or read again: its binaries lose a user. */
 void native_store__put_proc(struct native_store *s, struct native_proc *p);
 
-/* Binaries held, the bytes their rows and names take, and those whose
- * rows found no room in the pool. */
+/* Binaries held, the bytes their rows and names take, those whose
+ * rows found no room in the pool, and those no process maps (kept ten
+ * seconds, 64 MiB of them at most, in case one maps them again). */
 size_t native_store__binaries(const struct native_store *s);
+unsigned int native_store__unmapped(const struct native_store *s);
+/* Let go of the unmapped binaries kept long enough (call now and then). */
+void native_store__expire(struct native_store *s);
 size_t native_store__bytes(const struct native_store *s);
 size_t native_store__unplaced(const struct native_store *s);
 
