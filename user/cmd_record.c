@@ -229,11 +229,12 @@ static void print_native(const struct collector_stats *st)
 	for (i = 0; i < NATIVE__MAX; i++)
 		all += st->native_stops[i];
 	pr_info("  native: %" PRIu64 " stacks walked, %.1f%% to their thread's "
-		"first frame; %" PRIu64 " readings of processes' mappings; "
-		"%zu binaries held (%u no process maps now), %.1f MiB of "
-		"unwind rows and names%s", all,
+		"first frame; %" PRIu64 " readings of processes' mappings, "
+		"%" PRIu64 " binaries read; %zu binaries held (%u no process "
+		"maps now), %.1f MiB of unwind rows and names%s", all,
 		all ? 100.0 * st->native_stops[NATIVE_END] / all : 0.0,
-		st->native_reads, st->native_binaries, st->native_unmapped,
+		st->native_reads, st->native_loaded, st->native_binaries,
+		st->native_unmapped,
 		st->native_bytes / 1048576.0,
 		st->native_unplaced ? " (some found no room: their frames end there)" : "");
 	for (i = 0; i < NATIVE__MAX; i++)

@@ -3,6 +3,7 @@ called, unwound in BPF from each binary's .eh_frame.  Real C and C++
 libraries built here, called through ctypes (tests/workloads/native_app.py)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -449,3 +450,36 @@ def test_cython(procs, workdir):
     back = prof.select(lambda fr: any(f.name == "py_back" and f.file for f in fr))
     assert back.total >= 5, prof.top()
     assert back.select(back_above).total >= 0.9 * back.total, back.top()
+
+
+def test_churn_returns_memory(procs, staging, workdir):
+    """200 short processes, each mapping a fresh copy of a library: each
+    is read, and once none maps its copy (and the ten seconds an unmapped
+    binary is kept have passed), the unwind tables are all let go."""
+    interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
+    lib = interp.host_path(libburn(staging, interp))
+    copies = os.path.join(workdir, "copies")
+    os.mkdir(copies)
+    n = 200
+    loop = ("for i in $(seq 1 %d); do cp %s %s/lib$i.so; %s -S -c \"import ctypes; "
+            "ctypes.CDLL('%s/lib'+'$i'+'.so').burn_outer(20000000)\" || exit 1; done; sleep 11"
+            % (n, lib, copies, interp.exe, copies))
+    run = run_pysight(procs, ["record", "--native", "-r", 997, "-o",
+                              os.path.join(workdir, "churn.folded"), "--", "sh", "-c", loop],
+                      timeout=180)
+    assert_recorded(run)
+    m = re.search(r"(\d+) readings of processes' mappings, (\d+) binaries read; (\d+) "
+                  r"binaries held \((\d+) no process maps now\), ([\d.]+) MiB", run.stderr)
+    assert m, run.stderr
+    reads, loaded, held, unmapped = (int(m.group(i)) for i in range(1, 5))
+    mib = m.group(5)
+    print("%d readings, %d binaries read; at the end %d binaries held, %s MiB" % (
+        reads, loaded, held, mib))
+    assert reads >= n, run.stderr
+    # each copy once, and the interpreter's own libraries once, not at
+    # every exec (a dozen each)
+    assert n <= loaded <= n + 40, run.stderr
+    assert held == 0 and unmapped == 0 and mib == "0.0", run.stderr
+    prof = Profile.load(os.path.join(workdir, "churn.folded"))
+    named = {f.name for fr, _ in prof.stacks for f in fr if f.name.startswith("burn_inner [lib")}
+    assert len(named) >= 0.8 * n, "only %d copies' frames named" % len(named)

@@ -1742,14 +1742,16 @@ static int tasks_sweep(struct collector *c)
 	return ret;
 }
 
-#define NATIVE_WAIT_FIRST	(5 * 1000000ULL)
+#define NATIVE_WAIT_FIRST	(1 * 1000000ULL)
 #define NATIVE_WAIT_MAX		(1000 * 1000000ULL)
 
 /*
- * --native: the process's mappings, read for BPF's walk at its first
- * sample, and again when a walk met code in none of them (a library
- * loaded since, or code of no file): 5 ms after the last reading, then
- * twice as long each time, up to a second.
+ * --native: the process's mappings, read for BPF's walk when it is
+ * found Python (or at its first sample), and again when a walk met code
+ * in none of them (a library loaded since, or code of no file): at once
+ * the first time, then no sooner than 1 ms after the last reading,
+ * twice as long each time, up to a second (a JIT's code is in no file
+ * for good).
  */
 static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
 {
@@ -1757,7 +1759,8 @@ static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
 	struct native_proc *np;
 	int err;
 
-	cp->native_wait = !cp->native_ns ? NATIVE_WAIT_FIRST :
+	cp->native_wait = !cp->native_ns ? 0 :
+			  !cp->native_wait ? NATIVE_WAIT_FIRST :
 			  cp->native_wait * 2 < NATIVE_WAIT_MAX ?
 				  cp->native_wait * 2 : NATIVE_WAIT_MAX;
 	cp->native_ns = now;
@@ -1978,6 +1981,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 		st->native_bytes = native_store__bytes(c->natives);
 		st->native_unplaced = native_store__unplaced(c->natives);
 		st->native_unmapped = native_store__unmapped(c->natives);
+		st->native_loaded = native_store__loaded(c->natives);
 	}
 	st->forgotten_stacks = c->forgotten_stacks;
 	st->name_reads = c->name_reads;

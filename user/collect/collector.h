@@ -79,6 +79,7 @@ struct collector_stats {
 	uint64_t native_reads;
 	size_t native_binaries, native_bytes, native_unplaced;
 	unsigned int native_unmapped;	/* of the binaries, kept unmapped */
+	uint64_t native_loaded;		/* binaries read, in all */
 	unsigned int npython;		/* Python processes seen */
 	const char *first_error;	/* why a process was skipped, or NULL */
 	/* what every command reports, derived once here */

@@ -42,6 +42,7 @@ struct native_store {
 	struct entry *bins;
 	size_t bytes, idle_bytes;
 	unsigned int idle;
+	uint64_t loaded;	/* binaries read, in all */
 	struct rowpool *pool;
 	struct unwind_row *rows;
 };
@@ -278,6 +279,7 @@ static struct native_binary *get_binary(struct native_store *s,
 		return NULL;
 	e->bin.key = key;
 	read_binary(&e->bin, ef, pid, path);
+	s->loaded++;
 	/* room in the pool: binaries no process maps give theirs up */
 	while (s->pool && e->bin.rows.n && e->bin.rows.n <= UINT32_MAX &&
 	       rowpool__largest_free(s->pool) < e->bin.rows.n &&
@@ -404,6 +406,11 @@ size_t native_store__bytes(const struct native_store *s)
 unsigned int native_store__unmapped(const struct native_store *s)
 {
 	return s->idle;
+}
+
+uint64_t native_store__loaded(const struct native_store *s)
+{
+	return s->loaded;
 }
 
 size_t native_store__unplaced(const struct native_store *s)

@@ -77,6 +77,8 @@ void native_store__put_proc(struct native_store *s, struct native_proc *p);
  * seconds, 64 MiB of them at most, in case one maps them again). */
 size_t native_store__binaries(const struct native_store *s);
 unsigned int native_store__unmapped(const struct native_store *s);
+/* Binaries read from their files since the store began. */
+uint64_t native_store__loaded(const struct native_store *s);
 /* Let go of the unmapped binaries kept long enough (call now and then). */
 void native_store__expire(struct native_store *s);
 size_t native_store__bytes(const struct native_store *s);
