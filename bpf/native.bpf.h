@@ -100,7 +100,8 @@ static long native_step(__u32 i, void *ctx)
 {
 	struct native_walk *w = ctx;
 	const struct native_mapping *x;
-	const struct unwind_row *r;
+	const struct unwind_row *r = NULL;
+	struct unwind_row row;
 	__u64 look, cfa = 0, ra = 0, bp = 0;
 	struct py_frame *f;
 	__u32 stop;
@@ -119,19 +120,22 @@ static long native_step(__u32 i, void *ctx)
 	 * which may be the next function's first */
 	look = i ? w->u.pc - 1 : w->u.pc;
 	x = native_mapping(w->maps, look);
-	if (!x)
-		return native_end(w, NATIVE_NO_MAPPING);
-	r = native_row(x, look - x->start + x->vaddr);
-	if (!r)
-		return native_end(w, NATIVE_NO_ROW);
-	stop = pysight_unwind_cfa(r, &w->u, &cfa);
+	if (x)
+		r = native_row(x, look - x->start + x->vaddr);
+	/* one row on the stack, whichever gave it: a pointer that may be
+	 * the map's or the stack's doubles the verifier's paths */
+	if (r)
+		row = *r;
+	else if (!pysight_unwind_fp(&w->u, &row))
+		return native_end(w, x ? NATIVE_NO_ROW : NATIVE_NO_MAPPING);
+	stop = pysight_unwind_cfa(&row, &w->u, &cfa);
 	if (stop)
 		return native_end(w, stop);
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
-	    (r->rbp == UNW_RBP_CFA &&
-	     bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + r->rbp_off))))
+	    (row.rbp == UNW_RBP_CFA &&
+	     bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + row.rbp_off))))
 		return native_end(w, NATIVE_READ);
-	stop = pysight_unwind_next(r, &w->u, cfa, ra, bp);
+	stop = pysight_unwind_next(&row, &w->u, cfa, ra, bp);
 	return stop ? native_end(w, stop) : 0;
 }
 

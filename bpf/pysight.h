@@ -616,6 +616,30 @@ struct pysight_unwind {
 	__u64 pc, sp, bp;
 };
 
+/*
+ * Where no row rules (code of no file: a JIT's, the trampolines of
+ * python -X perf; a binary without .eh_frame), the frame-pointer
+ * convention, when rbp plausibly points at a frame above sp: CFA = rbp
+ * + 16, the caller's rbp saved at CFA - 16.  0: no such frame.
+ */
+#define PYSIGHT_FP_SPAN		(8u << 20)	/* rbp at most this above sp */
+
+static inline int pysight_unwind_fp(const struct pysight_unwind *u,
+				    struct unwind_row *r)
+{
+	/* at a return address in a frame-pointer function rbp may be sp:
+	 * push rbp; mov rbp, rsp; call */
+	if (u->bp < u->sp || u->bp - u->sp >= PYSIGHT_FP_SPAN || (u->bp & 7))
+		return 0;
+	r->pc = 0;
+	r->cfa = UNW_CFA_RBP;
+	r->cfa_off = 16;
+	r->rbp = UNW_RBP_CFA;
+	r->rbp_off = -16;
+	r->pad = 0;
+	return 1;
+}
+
 static inline __u32 pysight_unwind_cfa(const struct unwind_row *r,
 				       const struct pysight_unwind *u,
 				       __u64 *cfa)

@@ -42,10 +42,17 @@ def build(staging, interp, name, argv):
     return guest
 
 
-def libburn(staging, interp, frame_pointers=False):
-    fp = "-fno-omit-frame-pointer" if frame_pointers else "-fomit-frame-pointer"
+def libburn(staging, interp, frame_pointers=False, eh_frame=True):
+    """frame_pointers: in every function, leaves too; eh_frame False: no
+    unwind tables at all, the frame pointers alone to walk by."""
+    flags = ["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"] if frame_pointers \
+        else ["-fomit-frame-pointer"]
+    if not eh_frame:
+        flags += ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"]
     name = "libburn-fp.so" if frame_pointers else "libburn.so"
-    return build(staging, interp, name, ["cc", "-O2", fp, "-shared", "-fPIC",
+    # clang: gcc 12 leaves leaf functions without a frame whatever it is told
+    cc = "clang" if frame_pointers else "cc"
+    return build(staging, interp, name, [cc, "-O2", *flags, "-shared", "-fPIC",
                                          os.path.join(SOURCES, "burn.c")])
 
 
@@ -174,10 +181,16 @@ def test_native_stacks(ninterp, procs, staging, workdir):
     check_waiter(prof, lines)
 
 
-def test_native_frame_pointers(procs, staging, workdir):
-    """The same library built with frame pointers: the same stacks."""
+@pytest.mark.parametrize("eh_frame", [True, False], ids=["eh_frame", "no_eh_frame"])
+def test_native_frame_pointers(eh_frame, procs, staging, workdir):
+    """The same library built with frame pointers: the same stacks; and
+    built without unwind tables, walked by its frame pointers alone."""
     interp = find_interp("3.11", "debian") or pytest.skip("no Debian 3.11")
-    lib = libburn(staging, interp, frame_pointers=True)
+    lib = libburn(staging, interp, frame_pointers=True, eh_frame=eh_frame)
+    if not eh_frame:
+        out = subprocess.run(["readelf", "-wf", interp.host_path(lib)], capture_output=True,
+                             text=True, check=True).stdout
+        assert "FDE" not in out, "the library has unwind tables after all"
     prof, lines, run = run_app(procs, staging, interp, lib, workdir, "--native")
     check_burn(prof, lines, run)
 

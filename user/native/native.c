@@ -469,6 +469,7 @@ int native_proc__unwind(const struct native_proc *p,
 	struct pysight_unwind u = *start;
 	const struct native_map *m;
 	const struct unwind_row *r;
+	struct unwind_row fp;
 	uint64_t look, ra, bp = 0;
 	__u64 cfa = 0;
 	int n = 0;
@@ -482,12 +483,12 @@ int native_proc__unwind(const struct native_proc *p,
 		 * call, which may be the next function's first */
 		look = n++ ? u.pc - 1 : u.pc;
 		m = native_proc__find(p, look);
-		if (!m) {
-			*stop = NATIVE_NO_MAPPING;
-			break;
-		}
-		r = ehframe__find(&m->bin->rows, look - m->start + m->vaddr);
-		*stop = r ? pysight_unwind_cfa(r, &u, &cfa) : NATIVE_NO_ROW;
+		r = m ? ehframe__find(&m->bin->rows,
+				      look - m->start + m->vaddr) : NULL;
+		if (!r && pysight_unwind_fp(&u, &fp))
+			r = &fp;
+		*stop = !r ? (m ? NATIVE_NO_ROW : NATIVE_NO_MAPPING) :
+			     pysight_unwind_cfa(r, &u, &cfa);
 		if (*stop)
 			break;
 		if (remote__read64(p->pid, cfa - 8, &ra) ||
