@@ -194,6 +194,7 @@ int main(void)
 	const struct native_map *m;
 	const struct unwind_row *row;
 	size_t bins, bytes;
+	uint64_t loaded;
 	char name[256];
 	pid_t kid;
 
@@ -249,8 +250,19 @@ int main(void)
 	      native_store__binaries(s) == bins + 1, "sleep adds itself: %zu",
 	      native_store__binaries(s));
 	native_store__put_proc(s, child);
+	/* kept a while unmapped: mapped again, it is not read again */
+	loaded = native_store__loaded(s);
+	CHECK(native_store__binaries(s) == bins + 1 &&
+	      native_store__unmapped(s) == 1, "sleep kept unmapped: %zu, %u",
+	      native_store__binaries(s), native_store__unmapped(s));
+	CHECK(native_store__read_proc(s, kid, &child) == 0 &&
+	      native_store__loaded(s) == loaded &&
+	      native_store__unmapped(s) == 0, "and taken back, not read: "
+	      "%llu read", (unsigned long long)native_store__loaded(s));
+	native_store__put_proc(s, child);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
+	native_store__keep_unmapped(s, 0);
 	CHECK(native_store__binaries(s) == bins &&
 	      native_store__bytes(s) == bytes, "and goes: %zu binaries, "
 	      "%zu bytes", native_store__binaries(s),
@@ -268,6 +280,7 @@ int main(void)
 		struct native_store *t = native_store__new(tiny, rows);
 		struct native_proc *q = NULL;
 
+		native_store__keep_unmapped(t, 0);
 		CHECK(native_store__read_proc(t, getpid(), &q) == 0 &&
 		      native_store__unplaced(t) > 0 &&
 		      native_proc__bpf_maps(q, &bpf) < q->n, "%zu binaries "

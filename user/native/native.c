@@ -42,6 +42,7 @@ struct native_store {
 	struct entry *bins;
 	size_t bytes, idle_bytes;
 	unsigned int idle;
+	uint64_t keep_ns;	/* IDLE_NS, but for the tests */
 	uint64_t loaded;	/* binaries read, in all */
 	struct rowpool *pool;
 	struct unwind_row *rows;
@@ -55,6 +56,7 @@ struct native_store *native_store__new(struct rowpool *pool,
 	if (s) {
 		s->pool = pool;
 		s->rows = rows;
+		s->keep_ns = IDLE_NS;
 	}
 	return s;
 }
@@ -99,7 +101,7 @@ void native_store__expire(struct native_store *s)
 	if (!s || !s->idle)
 		return;
 	HASH_ITER(hh, s->bins, e, tmp)
-		if (e->idle_since && now - e->idle_since > IDLE_NS)
+		if (e->idle_since && now - e->idle_since >= s->keep_ns)
 			drop(s, e);
 	while (s->idle_bytes > IDLE_BYTES && (e = oldest_idle(s)))
 		drop(s, e);
@@ -406,6 +408,12 @@ size_t native_store__bytes(const struct native_store *s)
 unsigned int native_store__unmapped(const struct native_store *s)
 {
 	return s->idle;
+}
+
+void native_store__keep_unmapped(struct native_store *s, uint64_t ns)
+{
+	s->keep_ns = ns;
+	native_store__expire(s);
 }
 
 uint64_t native_store__loaded(const struct native_store *s)

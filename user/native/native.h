@@ -81,6 +81,8 @@ unsigned int native_store__unmapped(const struct native_store *s);
 uint64_t native_store__loaded(const struct native_store *s);
 /* Let go of the unmapped binaries kept long enough (call now and then). */
 void native_store__expire(struct native_store *s);
+/* Keep unmapped binaries ns, not ten seconds (the tests: 0). */
+void native_store__keep_unmapped(struct native_store *s, uint64_t ns);
 size_t native_store__bytes(const struct native_store *s);
 size_t native_store__unplaced(const struct native_store *s);
 
