@@ -171,6 +171,13 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_SRCS) \
 # libdw: the oracle the .eh_frame reader is checked against
 $(OUTPUT)/tests/test_ehframe: TEST_LIBS := -ldw
 
+# what --native's tables cost for a host's binaries (tools/bench)
+NATIVE_TABLES_OBJS := $(addprefix $(OUTPUT)/,native/ehframe.o native/nsyms.o \
+			sys/elffile.o lib/arena.o lib/fdio.o lib/log.o)
+$(OUTPUT)/native-tables: tools/native-tables.c $(NATIVE_TABLES_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(DEFS) $(INCLUDES) $^ $(LIBS) -o $@
+
 unit: $(UNIT_BINS) $(USER_OBJS)
 	$(Q)tools/check-layers $(OUTPUT)
 	$(Q)for t in $(UNIT_BINS); do echo "  UNIT     $$t"; $$t tests/fixtures || exit 1; done

@@ -199,6 +199,8 @@ def markdown(res):
         L += _agent_md(res["agent"])
     if res.get("wall"):
         L += _wall_md(res["wall"])
+    if res.get("native"):
+        L += _native_md(res["native"])
     L.append("#### Targets")
     L.append("")
     L.append(_table(["target", "measured", "met"], [[t, m, ok] for t, m, ok in targets(res)]))
@@ -360,6 +362,89 @@ def targets(res):
     out += _cgroup_targets(res.get("cgroup") or {})
     out += _agent_targets(res.get("agent") or {})
     out += _wall_targets(res.get("wall") or {})
+    out += _native_targets(res.get("native") or {})
+    return out
+
+
+def _native_md(s):
+    """The native section (issue #29)."""
+    L = ["#### 7. Native frames (`--native`)", ""]
+    if s.get("error"):
+        return L + ["failed: %s" % s["error"], ""]
+    L.append("7a. `pysight_on_cpu`'s BPF time a sample, one target calling "
+             "`burn_deep(DEPTH)` through ctypes at 997 Hz, bpf_stats on. Frames: the native "
+             "frames of the heaviest stack under `--native-all` (all the walk passes: "
+             "ctypes and libffi glue, the interpreter down to `_start`); the same target "
+             "without `--native` beside it.")
+    L.append("")
+    rows = []
+    by = {}
+    for r in s.get("per_frame", []):
+        by.setdefault(r["depth"], {})[r["native"]] = r
+    for depth in sorted(by):
+        n, p = by[depth].get(True, {}), by[depth].get(False, {})
+        rows.append([depth, n.get("frames", "n/a"),
+                     "%.2f" % n["us_per_run"] if n.get("us_per_run") else "n/a",
+                     "%.2f" % p["us_per_run"] if p.get("us_per_run") else "n/a"])
+    L.append(_table(["DEPTH", "native frames walked", "µs a sample, --native-all",
+                     "µs a sample, Python only"], rows))
+    L.append("")
+    c = s.get("cost") or {}
+    if c:
+        L.append("7b. Two target processes, each calling native code in a loop (both CPUs "
+                 "busy), 100 Hz. Sampler CPU as % of one core: the profiler's process, plus "
+                 "for pysight its BPF run time. py-spy `--native` is one instance per target, "
+                 "summed.")
+        L.append("")
+        rows = []
+        for tool in ("pysight", "pysight --native", "py-spy --native"):
+            t = c.get(tool)
+            if t:
+                rows.append([tool] + [_m({k: (100 * v if k != "n" else v)
+                                          for k, v in t[part].items()} if t[part] else None)
+                                      for part in ("process", "bpf", "total")])
+        L.append(_table(["profiler", "process %", "BPF %", "total %"], rows))
+        whole = [r.get("whole_pct") for r in (c.get("pysight --native") or {}).get("rows", [])]
+        if any(w is not None for w in whole):
+            L.append("")
+            L.append("Walks that reached the thread's first frame (pysight's summary): %s%%."
+                     % ", ".join("%.1f" % w for w in whole if w is not None))
+        L.append("")
+    t = s.get("tables") or {}
+    if t:
+        L.append("7c. Unwind tables of this host's binaries (`tools/native-tables`, %d "
+                 "distinct ELF files under /usr and /opt): rows are 16 bytes in the pool BPF "
+                 "searches and 16 in pysight's own copy; names as pysight keeps them."
+                 % t.get("files", 0))
+        L.append("")
+        rows = []
+        for key, label in (("largest_50", "the 50 largest"), ("largest_500", "the 500 largest"),
+                           ("median_500", "500 of median size")):
+            m = t.get(key)
+            if m:
+                rows.append([label, m["binaries"], "%.2f Mi" % (m["rows"] / 2**20),
+                             "%.1f MiB" % (2 * m["row_bytes"] / 2**20),
+                             "%.1f MiB" % (m["name_bytes"] / 2**20),
+                             "%.0f ms" % m["read_ms"]])
+        L.append(_table(["binaries", "n", "rows", "rows (pool + copy)", "names", "read in"],
+                        rows))
+        L.append("")
+    return L
+
+
+def _native_targets(s):
+    c = s.get("cost") or {}
+    t = c.get("pysight --native")
+    if not t or not t.get("total"):
+        return []
+    total = _med(t["total"]) * 100
+    out = [["--native at 100 Hz, two busy targets: sampler <= 2% of a core",
+            "%.2f%%" % total, _yes(total <= 2.0)]]
+    whole = [r.get("whole_pct") for r in t.get("rows", []) if r.get("whole_pct") is not None]
+    if whole:
+        w = min(whole)
+        out.append([">= 99% of native walks whole", "%.1f%% (least of the rounds)" % w,
+                    _yes(w >= 99.0)])
     return out
 
 

@@ -32,6 +32,20 @@ int burn_io(void)
 	return (int)read(p[0], &c, 1);
 }
 
+/* burn_inner's loop depth calls down (tools/bench: the cost a frame) */
+__attribute__((noinline)) unsigned long burn_deep(int depth, unsigned long n)
+{
+	unsigned long r;
+
+	if (depth <= 0) {
+		burn_inner(n);
+		return burn_sink;
+	}
+	r = burn_deep(depth - 1, n);
+	burn_sink++;	/* not a tail call */
+	return r + 1;
+}
+
 int burn_cb(int (*cb)(int), int n)
 {
 	int r = cb(n);
