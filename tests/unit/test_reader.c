@@ -143,6 +143,56 @@ static void test_labels(void)
 	profile__free(p);
 }
 
+/* --native's frames read back as native, and written back as they were;
+ * texts that only look alike stay what they are */
+static void test_native_frames(void)
+{
+	const char *text =
+		"main (app.py:3);ffi_call [libffi.so.8];[libburn.so]+0x1a2b;"
+		"geo::Grid<double>::fill [libshapes.so] 7\n"
+		"main (app.py:3);[unknown native] 1\n";
+	static const char *const native[] = {
+		"burn_inner [libburn.so]", "[libx.so]+0x1f", "a::b<c> [lib.so]",
+	};
+	static const char *const other[] = {
+		"[truncated]", "[libx.so]+0x", "[libx.so]+0xzz", "f [", "[lib]",
+		"main (app.py:3)", " [lib.so]", "",
+	};
+	const struct pentry **e;
+	struct profile *p;
+	char err[128], *out;
+	size_t n, i;
+	int ret, k;
+
+	for (i = 0; i < sizeof(native) / sizeof(native[0]); i++)
+		CHECK(profile__native_name(native[i]), "native: %s", native[i]);
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		CHECK(!profile__native_name(other[i]), "not native: '%s'", other[i]);
+	p = read_text(text, &ret, err, sizeof(err));
+	CHECK(!ret && p, "read: %s", err);
+	if (!p)
+		return;
+	CHECK(!profile__entries(p, &e, &n), "entries");
+	for (i = 0; i < n; i++) {
+		const struct pstack *s = e[i]->stack;
+
+		if (s->n != 4)
+			continue;
+		for (k = 1; k < 4; k++)
+			CHECK(s->frames[k]->kind == PFRAME_NATIVE &&
+			      !s->frames[k]->file, "%s native",
+			      s->frames[k]->name);
+		CHECK(s->frames[0]->kind == PFRAME_PYTHON, "main is Python");
+	}
+	free(e);
+	out = write_mem(p, &(struct write_opts){ 0 });
+	CHECK(out && strstr(out, "main (app.py:3);ffi_call [libffi.so.8];"
+				 "[libburn.so]+0x1a2b;geo::Grid<double>::fill "
+				 "[libshapes.so] 7\n"), "written back:\n%s", out);
+	free(out);
+	profile__free(p);
+}
+
 /* container and cgroup roots, both ways */
 static void test_container_labels(void)
 {
@@ -280,6 +330,7 @@ int main(int argc, char **argv)
 	test_round_trip("golden.folded", false);
 	test_round_trip("golden-threads.folded", true);
 	test_labels();
+	test_native_frames();
 	test_container_labels();
 	test_tally();
 	test_errors();

@@ -73,9 +73,8 @@ struct func_idx {
 };
 
 /* A native binary's mapping (--native): its name and build-id, interned
- * by the profile, so their pointers tell it.  Each mapping spans a range
- * of addresses of its own; an address less its start is the binary's own
- * virtual address, as in the pprof writer. */
+ * by the profile, so their pointers tell it.  Each spans a range of
+ * addresses of its own (PFRAME_MAPPING_SPAN). */
 struct map_idx {
 	struct {
 		const char *binary, *build_id;
@@ -84,7 +83,6 @@ struct map_idx {
 	UT_hash_handle hh;
 };
 
-#define MAPPING_SPAN	(1ULL << 40)
 /* OpenTelemetry's semantic conventions: a binary's GNU build-id, hex */
 #define ATTR_BUILD_ID	"process.executable.build_id.gnu"
 
@@ -345,8 +343,8 @@ static int32_t mapping(struct enc *e, const struct pframe *f)
 	opentelemetry__proto__profiles__v1development__mapping__init(m);
 	x->key = probe.key;
 	x->i = (int32_t)e->d.n_mapping_table;
-	m->memory_start = (uint64_t)x->i * MAPPING_SPAN;
-	m->memory_limit = m->memory_start + MAPPING_SPAN;
+	m->memory_start = (uint64_t)x->i * PFRAME_MAPPING_SPAN;
+	m->memory_limit = m->memory_start + PFRAME_MAPPING_SPAN;
 	m->filename_strindex = str(e, f->binary);
 	if (f->build_id && *f->build_id) {
 		m->attribute_indices = alloc(e, sizeof(int32_t));
@@ -369,7 +367,7 @@ static int32_t frame_loc(struct enc *e, const struct pframe *f)
 		return *slot;
 	*slot = location(e, function(e, f->name, f->file, f->firstline,
 				     f->kind), f->line);
-	if (*slot && f->binary && f->addr < MAPPING_SPAN) {
+	if (*slot && f->binary && f->addr < PFRAME_MAPPING_SPAN) {
 		map = mapping(e, f);
 		if (!map)
 			return 0;

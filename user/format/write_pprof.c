@@ -53,8 +53,6 @@ struct map_idx {
 	UT_hash_handle hh;
 };
 
-#define MAPPING_SPAN	(1ULL << 40)	/* each mapping's range of addresses */
-
 struct pprof_out {
 	Perftools__Profiles__Profile pb;
 	struct str_idx *strs;
@@ -201,8 +199,8 @@ static uint64_t mapping(struct pprof_out *o, const struct pframe *f)
 	}
 	perftools__profiles__mapping__init(map);
 	map->id = o->pb.n_mapping + 1;
-	map->memory_start = map->id * MAPPING_SPAN;
-	map->memory_limit = map->memory_start + MAPPING_SPAN;
+	map->memory_start = map->id * PFRAME_MAPPING_SPAN;
+	map->memory_limit = map->memory_start + PFRAME_MAPPING_SPAN;
 	map->filename = fi;
 	map->build_id = bi;
 	map->has_functions = 1;
@@ -248,7 +246,7 @@ static uint64_t frame_location(struct pprof_out *o, const struct pframe *f)
 		return *slot;
 	*slot = location(o, function(o, f->name, f->file, f->firstline,
 				     f->kind), f->line);
-	if (*slot && f->binary && f->addr < MAPPING_SPAN) {
+	if (*slot && f->binary && f->addr < PFRAME_MAPPING_SPAN) {
 		map = mapping(o, f);
 		if (!map)
 			return 0;

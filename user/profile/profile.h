@@ -40,6 +40,12 @@ enum pframe_kind {
 	PFRAME_NATIVE,		/* --native: "function [library]" */
 };
 
+/* The formats with mappings (pprof, OTLP) give each native binary's
+ * mapping a range of addresses of its own, this long: the n-th from
+ * n * PFRAME_MAPPING_SPAN.  A native frame's address there, less its
+ * mapping's start, is its pframe's addr. */
+#define PFRAME_MAPPING_SPAN	(1ULL << 40)
+
 /* A kernel frame's name when its symbol is unknown, and its file in every
  * format that has files (pprof, speedscope, OTLP): how a reader tells a
  * kernel frame from a Python one. */
