@@ -48,7 +48,7 @@ native_mapping(const struct native_maps *m, __u64 pc)
 
 	if (hi > NATIVE_MAPS_MAX)
 		hi = NATIVE_MAPS_MAX;
-	for (i = 0; i < 9 && lo < hi; i++) {	/* 2^8 = NATIVE_MAPS_MAX */
+	for (i = 0; i < 10 && lo < hi; i++) {	/* 2^9 = NATIVE_MAPS_MAX */
 		__u32 mid = (lo + hi) / 2;
 		const struct native_mapping *x;
 
@@ -126,7 +126,8 @@ static long native_step(__u32 i, void *ctx)
 	 * the map's or the stack's doubles the verifier's paths */
 	if (r)
 		row = *r;
-	else if (!pysight_unwind_fp(&w->u, &row))
+	/* no rule here (no row, or a gap between FDEs): frame pointers */
+	if ((!r || row.cfa == UNW_CFA_NONE) && !pysight_unwind_fp(&w->u, &row))
 		return native_end(w, x ? NATIVE_NO_ROW : NATIVE_NO_MAPPING);
 	stop = pysight_unwind_cfa(&row, &w->u, &cfa);
 	if (stop)

@@ -164,6 +164,7 @@ int BPF_PROG(pysight_exec, struct task_struct *p)
 
 	/* a new image: whatever we knew about this pid is stale */
 	bpf_map_delete_elem(&tstates, &tgid);
+	bpf_map_delete_elem(&native_procs, &tgid);
 	if (!wanted(tgid)) {
 		bpf_map_delete_elem(&procs, &tgid);
 		return 0;
@@ -221,6 +222,7 @@ int BPF_PROG(pysight_exit, struct task_struct *p)
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	told = proc && proc->state != PY_PROC_IGNORED;
 	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&native_procs, &tgid);
 	if (told || (filter_pids && bpf_map_lookup_elem(&targets, &tgid)))
 		emit_proc_event(EV_EXIT, tgid, tid);
 	bpf_map_delete_elem(&targets, &tgid);

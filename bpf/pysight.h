@@ -592,7 +592,7 @@ struct unwind_row {
  * each [start, end) running its binary's code from virtual address
  * vaddr on, whose rows are native_rows[row_first, row_first + row_n).
  */
-#define NATIVE_MAPS_MAX		256
+#define NATIVE_MAPS_MAX		512
 
 struct native_mapping {
 	__u64 start, end, vaddr;

@@ -72,6 +72,8 @@ struct cproc {
 	struct native_proc *native;	/* --native: its mappings, read at
 					 * native_ns (0: never) */
 	uint64_t native_ns, native_wait;
+	bool native_unset;		/* BPF has not got them (its map
+					 * was full): asked again */
 	UT_hash_handle hh;
 };
 
@@ -1152,7 +1154,7 @@ static bool our_hook(const char *name)
 static const struct pstack *with_kernel(struct collector *c,
 					const struct pstack *py, int kstack)
 {
-	const struct pframe *out[PYSIGHT_MAX_FRAMES + 1 + PYSIGHT_KSTACK_DEPTH];
+	const struct pframe *out[STACK_MAX + PYSIGHT_KSTACK_DEPTH];
 	__u64 ips[PYSIGHT_KSTACK_DEPTH];
 	struct with_kernel probe, *k;
 	unsigned int i;
@@ -1167,7 +1169,7 @@ static const struct pstack *with_kernel(struct collector *c,
 	n = sampler__kernel_stack(c->sampler, kstack, ips, PYSIGHT_KSTACK_DEPTH);
 	if (n <= 0)
 		return py;
-	if (!c->ksyms)
+	if (!c->ksyms || py->n > STACK_MAX)
 		return py;
 	for (i = 0; i < py->n; i++)
 		out[i] = py->frames[i];
@@ -1755,7 +1757,7 @@ static int tasks_sweep(struct collector *c)
  */
 static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
 {
-	static struct native_maps m;	/* 8 KiB: one thread polls */
+	static struct native_maps m;	/* 16 KiB: one thread polls */
 	struct native_proc *np;
 	int err;
 
@@ -1773,21 +1775,31 @@ static void native_read(struct collector *c, struct cproc *cp, uint64_t now)
 	}
 	native_proc__bpf_maps(np, &m);
 	err = sampler__set_native(c->sampler, cp->pid, &m);
-	if (err)
+	cp->native_unset = err != 0;
+	if (err) {
+		/* no stale entry either: its rows may go to other binaries */
+		sampler__delete_native(c->sampler, cp->pid);
 		pr_debug("pid %d: no native frames: %s", cp->pid,
 			 strerror(-err));
+	}
 	if (cp->native)
 		native_store__put_proc(c->natives, cp->native);
 	cp->native = np;
 }
 
-static void native_track(struct collector *c, struct cproc *cp, __u32 stop)
+/* A walk's end, of a stack taken at ts (ktime ns): read the mappings
+ * again when it met code they did not have (or BPF has none), unless
+ * they were read since. */
+static void native_track(struct collector *c, struct cproc *cp, __u32 stop,
+			 uint64_t ts)
 {
 	uint64_t now;
 
 	if (stop < NATIVE__MAX)
 		c->native_stops[stop]++;
-	if (cp->native_ns && stop != NATIVE_NO_MAPPING)
+	if (cp->native_ns && (ts < cp->native_ns ||
+			      (stop != NATIVE_NO_MAPPING &&
+			       !(stop == NATIVE_NONE && cp->native_unset))))
 		return;
 	now = clock__now_ns();
 	if (!cp->native_ns || now - cp->native_ns >= cp->native_wait)
@@ -1833,7 +1845,7 @@ static int handle_sample(struct collector *c, const void *data, size_t size)
 	if (!cp)
 		return -ENOMEM;
 	if (c->natives && ev->hdr.kind == EV_SAMPLE)
-		native_track(c, cp, ev->native_stop);
+		native_track(c, cp, ev->native_stop, ev->hdr.ts);
 	if (ev->has_frames) {
 		err = add_stack(c, cp, pp, ev, (const struct py_frame *)(ev + 1));
 		if (err == -EAGAIN)
@@ -2214,7 +2226,7 @@ static int sweep_native(struct collector *c, struct cproc *cp,
 	if (cp->native)
 		n = native_proc__unwind(cp->native, &u, out,
 					PYSIGHT_NATIVE_FRAMES, &stop);
-	native_track(c, cp, stop);
+	native_track(c, cp, stop, r->now);
 	return n;
 }
 
@@ -2480,7 +2492,7 @@ int collector__finish(struct collector *c)
 		c->next_tasks_ns = 0;	/* the tasks' too, whatever the budget */
 		return sweep_tick(c, true);
 	}
-	cl.sr = malloc(sizeof(*cl.sr));
+	cl.sr = calloc(1, sizeof(*cl.sr));
 	if (!cl.sr)
 		return -ENOMEM;
 	cl.now = sampler__ktime_now();

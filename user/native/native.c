@@ -259,13 +259,36 @@ static void read_binary(struct native_binary *b, struct elf_file *ef,
 }
 
 /* The binary of the file ef (stat st) maps, read when new. */
+/*
+ * e's rows into the pool BPF searches, if they can fit: binaries no
+ * process maps give theirs up for them.  Tried again each time a process
+ * maps e, as others' rows may have gone since.
+ */
+static void place(struct native_store *s, struct entry *e)
+{
+	size_t n = e->bin.rows.n;
+	struct entry *old;
+
+	if (e->bin.placed || !s->pool || !s->rows || !n ||
+	    n > rowpool__capacity(s->pool))
+		return;
+	while (rowpool__largest_free(s->pool) < n && (old = oldest_idle(s)) &&
+	       old != e)
+		drop(s, old);
+	if (!rowpool__alloc(s->pool, (__u32)n, &e->bin.row_first)) {
+		memcpy(s->rows + e->bin.row_first, e->bin.rows.rows,
+		       n * sizeof(*e->bin.rows.rows));
+		e->bin.placed = true;
+	}
+}
+
 static struct native_binary *get_binary(struct native_store *s,
 					struct elf_file *ef,
 					const struct stat *st, pid_t pid,
 					const char *path)
 {
 	struct py_binary_key key;
-	struct entry *e, *old;
+	struct entry *e;
 
 	procmaps__file_key(st, &key);
 	HASH_FIND(hh, s->bins, &key, sizeof(key), e);
@@ -274,27 +297,17 @@ static struct native_binary *get_binary(struct native_store *s,
 		s->idle_bytes -= bin_bytes(&e->bin);
 		s->idle--;
 	}
-	if (e)
+	if (e) {
+		place(s, e);
 		return &e->bin;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	e->bin.key = key;
 	read_binary(&e->bin, ef, pid, path);
 	s->loaded++;
-	/* room in the pool: binaries no process maps give theirs up */
-	while (s->pool && e->bin.rows.n && e->bin.rows.n <= UINT32_MAX &&
-	       rowpool__largest_free(s->pool) < e->bin.rows.n &&
-	       (old = oldest_idle(s)))
-		drop(s, old);
-	if (s->pool && s->rows && e->bin.rows.n &&
-	    e->bin.rows.n <= UINT32_MAX &&
-	    !rowpool__alloc(s->pool, (__u32)e->bin.rows.n,
-			    &e->bin.row_first)) {
-		memcpy(s->rows + e->bin.row_first, e->bin.rows.rows,
-		       e->bin.rows.n * sizeof(*e->bin.rows.rows));
-		e->bin.placed = true;
-	}
+	place(s, e);
 	HASH_ADD(hh, s->bins, bin.key, sizeof(e->bin.key), e);
 	s->bytes += bin_bytes(&e->bin);
 	return &e->bin;
@@ -441,12 +454,12 @@ unsigned int native_proc__bpf_maps(const struct native_proc *p,
 	for (i = 0; i < p->n && out->n < NATIVE_MAPS_MAX; i++) {
 		const struct native_map *m = &p->maps[i];
 
-		if (!m->bin->placed)
-			continue;
+		/* a binary without rows in the pool is still known code:
+		 * its frames are walked by frame pointers where they can be */
 		out->m[out->n++] = (struct native_mapping){
 			.start = m->start, .end = m->end, .vaddr = m->vaddr,
-			.row_first = m->bin->row_first,
-			.row_n = (__u32)m->bin->rows.n,
+			.row_first = m->bin->placed ? m->bin->row_first : 0,
+			.row_n = m->bin->placed ? (__u32)m->bin->rows.n : 0,
 		};
 	}
 	return out->n;
@@ -493,7 +506,8 @@ int native_proc__unwind(const struct native_proc *p,
 		m = native_proc__find(p, look);
 		r = m ? ehframe__find(&m->bin->rows,
 				      look - m->start + m->vaddr) : NULL;
-		if (!r && pysight_unwind_fp(&u, &fp))
+		/* no rule here (no row, or a gap between FDEs) */
+		if ((!r || r->cfa == UNW_CFA_NONE) && pysight_unwind_fp(&u, &fp))
 			r = &fp;
 		*stop = !r ? (m ? NATIVE_NO_ROW : NATIVE_NO_MAPPING) :
 			     pysight_unwind_cfa(r, &u, &cfa);

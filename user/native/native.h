@@ -86,8 +86,8 @@ void native_store__keep_unmapped(struct native_store *s, uint64_t ns);
 size_t native_store__bytes(const struct native_store *s);
 size_t native_store__unplaced(const struct native_store *s);
 
-/* p's mappings whose binaries have rows in the pool, as BPF reads them
- * (the first NATIVE_MAPS_MAX): how many. */
+/* p's mappings as BPF reads them (the first NATIVE_MAPS_MAX), those of
+ * binaries without rows in the pool with none: how many. */
 unsigned int native_proc__bpf_maps(const struct native_proc *p,
 				   struct native_maps *out);
 

@@ -115,6 +115,11 @@ void rowpool__put(struct rowpool *p, uint32_t first, uint32_t n)
 	p->nfree++;
 }
 
+uint32_t rowpool__capacity(const struct rowpool *p)
+{
+	return p->cap;
+}
+
 uint32_t rowpool__used(const struct rowpool *p)
 {
 	return p->used;

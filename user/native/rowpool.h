@@ -26,6 +26,7 @@ void rowpool__put(struct rowpool *p, uint32_t first, uint32_t n);
 
 /* Rows in use, and the longest free extent. */
 uint32_t rowpool__used(const struct rowpool *p);
+uint32_t rowpool__capacity(const struct rowpool *p);
 uint32_t rowpool__largest_free(const struct rowpool *p);
 
 #endif /* __PYSIGHT_ROWPOOL_H */

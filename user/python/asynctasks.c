@@ -1466,7 +1466,7 @@ int asynctasks__sample(pid_t pid, const struct py_proc *proc,
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	w.scratch = malloc(sizeof(*w.scratch));
+	w.scratch = calloc(1, sizeof(*w.scratch));
 	if (!w.scratch)
 		return -ENOMEM;
 	if (l->lo) {
@@ -1520,7 +1520,7 @@ int asynctasks__awaiters(pid_t pid, const struct py_proc *proc,
 	int n = 0, i;
 
 	*cut = false;
-	w.scratch = malloc(sizeof(*w.scratch));
+	w.scratch = calloc(1, sizeof(*w.scratch));
 	if (!w.scratch)
 		return -ENOMEM;
 	while (addr) {
