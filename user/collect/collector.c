@@ -1904,14 +1904,21 @@ static void add_code(struct collector *c, const struct code_event *ev)
 		c->codes_named++;
 }
 
-/* --native: a process found Python has its mappings read now, not at
- * its first sample: a short one's first samples then have them too. */
+/*
+ * --native: a process BPF adopted as Python has its mappings read now,
+ * not at its first sample: a short one's first samples then have them
+ * too.  Not at an exec: registry__get() would adopt what BPF's map still
+ * says of the image before it (the exec storm test: 40 entries kept).
+ */
 static void native_early(struct collector *c, pid_t pid)
 {
-	const struct pyproc *pp = registry__get(c->reg, pid);
+	const struct pyproc *pp;
 	struct cproc *cp;
 
-	if (!c->natives || !pp || pp->state != PY_PROC_PYTHON)
+	if (!c->natives)
+		return;
+	pp = registry__get(c->reg, pid);
+	if (!pp || pp->state != PY_PROC_PYTHON)
 		return;
 	cp = cproc_get(c, pid);
 	if (cp && !cp->native_ns)
@@ -1939,7 +1946,6 @@ int collector__handle(struct collector *c, const void *data, size_t size)
 	case EV_EXEC:
 		forget_process(c, h->pid);
 		registry__discover(c->reg, h->pid);
-		native_early(c, h->pid);
 		break;
 	case EV_ADOPTED:
 		if (size < sizeof(struct adopt_event))
