@@ -52,7 +52,7 @@ static const struct argp_option session_options[] = {
 	{ "kernel-stacks", OPT_KERNEL_STACKS, NULL, 0, "Add the kernel stack below off-CPU causes", 0 },
 	{ "offcpu", OPT_OFFCPU, "HOW", 0, "How wall and off modes see off-CPU time: sweep (default: every moved thread's state at each tick, nothing on switches, under 1% of a CPU) or trace (every context switch of the host, a Python thread's stack as it leaves the CPU: exact, but 3 to 4% of a pipe ping-pong's round trip, 3 to 4 times the 1% target)", 0 },
 	{ "asyncio", OPT_ASYNCIO, NULL, 0, "asyncio programs (Python 3.11+): each sample as its running task's stack (the tasks that await it, root first, each as [task NAME] and its coroutines) in place of the event loop's frames; in wall and off modes, each waiting task's time too, at its await point ([await: sleep|io|lock|task|executor|other|loop busy]), as time of its own", 0 },
-	{ "native", OPT_NATIVE, NULL, 0, "Native frames too (on-CPU samples): where Python called C, C++, Cython or Rust code, that code's functions as 'function [library]', unwound from each binary's .eh_frame (no frame pointers needed); the interpreter's own frames are left out", 0 },
+	{ "native", OPT_NATIVE, NULL, 0, "Native frames too: where Python called C, C++, Cython or Rust code, that code's functions as 'function [library]', unwound from each binary's .eh_frame (no frame pointers needed), on the CPU and, in wall and off modes, off it (not with --offcpu=trace); the interpreter's own frames are left out", 0 },
 	{ "native-all", OPT_NATIVE_ALL, NULL, 0, "--native, keeping the interpreter's own frames (_PyEval_EvalFrameDefault and its helpers)", 0 },
 	{ "verbose", 'v', NULL, 0, "Explain what is going on, libbpf's log included", 0 },
 	{},
