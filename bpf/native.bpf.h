@@ -116,9 +116,7 @@ static long native_step(__u32 i, void *ctx)
 	w->hash = mix64(w->hash ^ w->u.pc);
 	w->at++;
 	w->n++;
-	/* a caller's pc is a return address, the byte after its call,
-	 * which may be the next function's first */
-	look = i ? w->u.pc - 1 : w->u.pc;
+	look = pysight_unwind_lookup(w->u.pc, i);
 	x = native_mapping(w->maps, look);
 	if (x)
 		r = native_row(x, look - x->start + x->vaddr);

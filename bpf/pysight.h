@@ -616,6 +616,14 @@ struct pysight_unwind {
 	__u64 pc, sp, bp;
 };
 
+/* Where to look a frame's pc up: a caller's pc (depth > 0) is a return
+ * address, the byte after its call, which may be the next function's
+ * first. */
+static inline __u64 pysight_unwind_lookup(__u64 pc, __u32 depth)
+{
+	return depth ? pc - 1 : pc;
+}
+
 /*
  * Where no row rules (code of no file: a JIT's, the trampolines of
  * python -X perf; a binary without .eh_frame), the frame-pointer

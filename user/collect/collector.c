@@ -858,14 +858,13 @@ static int merge_native(struct collector *c, const struct cproc *cp,
 {
 	const struct native_binary *interp = NULL;
 	const struct native_map *maps[PYSIGHT_NATIVE_FRAMES];
+	__u64 pcs[PYSIGHT_NATIVE_FRAMES];
 	bool eval[PYSIGHT_NATIVE_FRAMES];
 	bool all = c->o.native_all, evals = false;
 	int n = 0, at = 0, k;
 
 	for (k = 0; k < nnative; k++) {
-		/* a caller's pc is a return address, the byte after its
-		 * call, which may be the next function's first */
-		__u64 pc = natives[k].code - (k ? 1 : 0);
+		__u64 pc = pcs[k] = pysight_unwind_lookup(natives[k].code, k);
 
 		maps[k] = cp->native ? native_proc__find(cp->native, pc) : NULL;
 		eval[k] = maps[k] && native__in_eval(maps[k], pc);
@@ -873,20 +872,18 @@ static int merge_native(struct collector *c, const struct cproc *cp,
 			interp = maps[k]->bin;
 	}
 	for (k = 0; k < nnative; k++) {
-		__u64 pc = natives[k].code - (k ? 1 : 0);
-
 		if (eval[k]) {
 			n = eval_frames(c, pp, frames, nframes, &at, out, n);
 			evals = true;
 			if (all)
-				out[n++] = native_frame(c, maps[k], pc);
+				out[n++] = native_frame(c, maps[k], pcs[k]);
 			continue;
 		}
 		if (!all && evals && python_done(frames, nframes, at))
 			break;
 		if (!all && interp && maps[k] && maps[k]->bin == interp)
 			continue;
-		out[n++] = native_frame(c, maps[k], pc);
+		out[n++] = native_frame(c, maps[k], pcs[k]);
 	}
 	while (at < nframes)
 		n = eval_frames(c, pp, frames, nframes, &at, out, n);

@@ -500,9 +500,7 @@ int native_proc__unwind(const struct native_proc *p,
 		out[n].code = u.pc;
 		out[n].lasti = PY_LASTI_NATIVE;
 		out[n].check = 0;
-		/* a caller's pc is a return address, the byte after its
-		 * call, which may be the next function's first */
-		look = n++ ? u.pc - 1 : u.pc;
+		look = pysight_unwind_lookup(u.pc, n++);
 		m = native_proc__find(p, look);
 		r = m ? ehframe__find(&m->bin->rows,
 				      look - m->start + m->vaddr) : NULL;
